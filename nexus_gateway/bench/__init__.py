@@ -1,0 +1,1 @@
+"""Benchmarks behind `nexus-gateway bench ...`; each writes JSON and compares within one run."""

@@ -1,0 +1,17 @@
+"""A minimal upstream for latency benchmarks: one `echo` tool, over stdio."""
+
+from __future__ import annotations
+
+from mcp.server import MCPServer
+
+server = MCPServer("echo")
+
+
+@server.tool(annotations={"readOnlyHint": True})
+def echo(text: str, repeat: int = 1) -> str:
+    """Return the text, repeated."""
+    return text * repeat
+
+
+if __name__ == "__main__":
+    server.run()

@@ -1,0 +1,195 @@
+"""The catalog: every upstream tool under one namespaced name, with its schema and a content hash.
+
+Names are `server__tool`, always matching `^[a-zA-Z0-9_-]{1,64}$`. A name that had to be altered
+(characters replaced, too long, or a server name holding `__`) gets a hash suffix of the original
+pair, so names are deterministic and distinct pairs never collide.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SEPARATOR = "__"
+MAX_NAME = 64
+_VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_INVALID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def namespaced_name(server: str, tool: str) -> str:
+    """`server__tool`, shortened or cleaned deterministically so it is a valid MCP tool name."""
+    raw = f"{server}{SEPARATOR}{tool}"
+    if _VALID.match(raw) and SEPARATOR not in server:
+        return raw
+    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
+    cleaned = _INVALID_CHAR.sub("_", raw)
+    return f"{cleaned[: MAX_NAME - len(digest) - 1]}_{digest}"
+
+
+def content_hash(tool: Mapping[str, Any]) -> str:
+    """Hash of what a model sees of a tool: name, description and both schemas."""
+    material = {key: tool.get(key) for key in ("name", "description", "inputSchema", "outputSchema")}
+    return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _description_hash(description: str) -> str:
+    return hashlib.sha256(description.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    name: str
+    """Namespaced name the gateway exposes."""
+    server: str
+    upstream_name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    content_hash: str = ""
+    description_changed: bool = False
+    """The description differs from the one first seen for this tool (a possible tool-poisoning change)."""
+
+    @classmethod
+    def from_tool(cls, server: str, tool: Mapping[str, Any], *, description_changed: bool = False) -> ToolRecord:
+        """Build a record from an MCP Tool in wire form (camelCase keys)."""
+        schema = tool.get("inputSchema") or {"type": "object"}
+        return cls(
+            name=namespaced_name(server, tool["name"]),
+            server=server,
+            upstream_name=tool["name"],
+            description=tool.get("description") or "",
+            input_schema=dict(schema),
+            output_schema=tool.get("outputSchema"),
+            title=tool.get("title"),
+            annotations=tool.get("annotations"),
+            content_hash=content_hash(tool),
+            description_changed=description_changed,
+        )
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations and self.annotations.get("readOnlyHint"))
+
+    def to_wire(self, *, name: str | None = None) -> dict[str, Any]:
+        """The tool as an MCP Tool object under its namespaced name."""
+        wire: dict[str, Any] = {"name": name or self.name, "description": self.description}
+        wire["inputSchema"] = self.input_schema
+        if self.title:
+            wire["title"] = self.title
+        if self.output_schema:
+            wire["outputSchema"] = self.output_schema
+        if self.annotations:
+            wire["annotations"] = self.annotations
+        return wire
+
+
+@dataclass(frozen=True)
+class CatalogDiff:
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+@dataclass
+class DescriptionLedger:
+    """First-seen description hash per (server, tool), persisted as JSON when a path is given."""
+
+    path: Path | None = None
+    _seen: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.path and self.path.exists():
+            try:
+                self._seen = dict(json.loads(self.path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                logger.warning("ignoring unreadable description ledger %s: %s", self.path, exc)
+
+    def observe(self, server: str, tool: str, description: str) -> bool:
+        """Record the description if new; return True when it differs from the first one seen."""
+        key = f"{server}{SEPARATOR}{tool}"
+        digest = _description_hash(description)
+        first = self._seen.setdefault(key, digest)
+        return first != digest
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._seen, indent=0, sort_keys=True), encoding="utf-8")
+        tmp.replace(self.path)
+
+
+class Catalog:
+    """Tool records of every upstream, replaced one server at a time."""
+
+    def __init__(self, ledger: DescriptionLedger | None = None) -> None:
+        self._ledger = ledger or DescriptionLedger()
+        self._by_name: dict[str, ToolRecord] = {}
+        self._by_server: dict[str, list[str]] = {}
+
+    def replace_server(self, server: str, tools: Iterable[Mapping[str, Any]]) -> CatalogDiff:
+        """Install a server's current tool list; return what changed."""
+        before = {name: self._by_name[name] for name in self._by_server.get(server, [])}
+        after: dict[str, ToolRecord] = {}
+        for tool in tools:
+            changed = self._ledger.observe(server, tool["name"], tool.get("description") or "")
+            record = ToolRecord.from_tool(server, tool, description_changed=changed)
+            old = before.get(record.name)
+            if changed and not (old and old.description_changed):
+                logger.warning("tool %s changed its description since it was first seen; flagged", record.name)
+            if record.name in after:
+                logger.warning("server %s lists tool %r twice; keeping the first", server, tool["name"])
+                continue
+            owner = self._by_name.get(record.name)
+            if owner is not None and owner.server != server:
+                logger.error("tool name %s of server %s collides with server %s", record.name, server, owner.server)
+                continue
+            after[record.name] = record
+        for name in before:
+            self._by_name.pop(name, None)
+        self._by_name.update(after)
+        self._by_server[server] = list(after)
+        self._ledger.save()
+        return CatalogDiff(
+            added=tuple(sorted(after.keys() - before.keys())),
+            removed=tuple(sorted(before.keys() - after.keys())),
+            changed=tuple(
+                sorted(n for n in after.keys() & before.keys() if after[n].content_hash != before[n].content_hash)
+            ),
+        )
+
+    def drop_server(self, server: str) -> CatalogDiff:
+        return self.replace_server(server, [])
+
+    def get(self, name: str) -> ToolRecord | None:
+        return self._by_name.get(name)
+
+    def server_tools(self, server: str) -> list[ToolRecord]:
+        return [self._by_name[name] for name in self._by_server.get(server, [])]
+
+    def close_matches(self, name: str, limit: int = 3) -> list[str]:
+        return difflib.get_close_matches(name, self._by_name.keys(), n=limit, cutoff=0.6)
+
+    def __iter__(self) -> Iterator[ToolRecord]:
+        return iter(sorted(self._by_name.values(), key=lambda record: record.name))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name

@@ -1,0 +1,1 @@
+"""The `nexus-gateway` command line."""

@@ -1,0 +1,248 @@
+"""`nexus-gateway`: serve, inspect the catalog, check and import configs, benchmark.
+
+Errors meant for users (`NexusError`) are printed without a traceback and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from nexus_gateway import __version__
+from nexus_gateway.cli import bench, import_claude
+from nexus_gateway.config import GatewayConfig, load_config
+from nexus_gateway.errors import NexusError
+
+app = typer.Typer(
+    name="nexus-gateway",
+    help="One MCP server in front of many: semantic tool routing, compressed signatures, a local model.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+app.add_typer(bench.app, name="bench")
+app.command("import-claude")(import_claude.import_claude)
+
+err = Console(stderr=True)
+out = Console()
+logger = logging.getLogger("nexus_gateway")
+T = TypeVar("T")
+
+ConfigOption = Annotated[
+    Path,
+    typer.Option(
+        "--config", "-c", help="Gateway config (a Claude Desktop style mcpServers file).", envvar="NEXUS_CONFIG"
+    ),
+]
+
+
+def setup_logging(level: str) -> None:
+    """Log to stderr only: in stdio mode stdout is the protocol."""
+    logging.basicConfig(
+        level=level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    for noisy in ("httpx", "httpx2", "mcp", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+def run_async(main: Callable[[], Awaitable[T]]) -> T:
+    """Run `main` under anyio; user errors print cleanly, SIGINT and SIGTERM shut down in order."""
+    try:
+        return anyio.run(_with_signals, main)
+    except NexusError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:
+    result: list[T] = []
+
+    async def run_main(scope: anyio.CancelScope) -> None:
+        result.append(await main())
+        scope.cancel()
+
+    async def watch_signals(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                logger.info("received %s; shutting down", signal.Signals(signum).name)
+                scope.cancel()
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_signals, tg.cancel_scope)
+        tg.start_soon(run_main, tg.cancel_scope)
+    if not result:
+        raise typer.Exit(0)
+    return result[0]
+
+
+def load(path: Path, mode: str | None = None) -> GatewayConfig:
+    try:
+        config = load_config(path)
+    except NexusError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    if mode is not None:
+        config.nexus.mode = mode  # type: ignore[assignment]
+    return config
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        out.print(f"nexus-gateway {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command()
+def serve(
+    config: ConfigOption,
+    transport: Annotated[str, typer.Option(help="stdio | sse | http (http serves both /mcp and /sse).")] = "stdio",
+    host: Annotated[str | None, typer.Option(help="HTTP bind address [default: nexus.host, 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port; 0 picks a free one [default: nexus.port].")] = None,
+    mode: Annotated[str | None, typer.Option(help="passthrough | routed | auto [default: nexus.mode].")] = None,
+    log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "info",
+) -> None:
+    """Run the gateway: over stdio for a host that launches it, or over HTTP (streamable HTTP and SSE)."""
+    from nexus_gateway.gateway import Gateway
+
+    if transport not in ("stdio", "sse", "http"):
+        raise typer.BadParameter("must be stdio, sse or http", param_hint="--transport")
+    if mode is not None and mode not in ("passthrough", "routed", "auto"):
+        raise typer.BadParameter("must be passthrough, routed or auto", param_hint="--mode")
+    setup_logging(log_level)
+    cfg = load(config, mode)
+    if host is not None:
+        cfg.nexus.host = host
+    if port is not None:
+        cfg.nexus.port = port
+
+    async def main() -> None:
+        async with Gateway(cfg) as gateway:
+            if transport == "stdio":
+                from nexus_gateway.server.stdio import serve_stdio
+
+                await serve_stdio(gateway)
+            else:
+                from nexus_gateway.server.http import serve_http
+
+                await serve_http(gateway, host=cfg.nexus.host, port=cfg.nexus.port)
+
+    run_async(main)
+
+
+@app.command()
+def tools(
+    config: ConfigOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "warning",
+) -> None:
+    """Connect to every upstream and print the catalog with each upstream's health."""
+    from nexus_gateway.gateway import Gateway
+    from nexus_gateway.signatures import signature
+
+    setup_logging(log_level)
+    cfg = load(config)
+
+    async def main() -> dict[str, Any]:
+        async with Gateway(cfg) as gateway:
+            await gateway.wait_ready()
+            return {
+                "mode": gateway.mode,
+                "upstreams": [{**status.__dict__, "state": status.state.value} for status in gateway.pool.statuses()],
+                "tools": [
+                    {
+                        "name": record.name,
+                        "server": record.server,
+                        "signature": signature(record.name, record.description, record.input_schema),
+                        "read_only": record.read_only,
+                        "description_changed": record.description_changed,
+                    }
+                    for record in gateway.catalog
+                ],
+            }
+
+    report = run_async(main)
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    health = Table(title="Upstreams", title_justify="left")
+    for column in ("server", "transport", "state", "tools", "restarts", "last error"):
+        health.add_column(column)
+    colors = {"healthy": "green", "unhealthy": "red"}
+    for status in report["upstreams"]:
+        state = f"[{colors.get(status['state'], 'yellow')}]{status['state']}[/]"
+        health.add_row(
+            status["name"], status["transport"], state, str(status["tools"]), str(status["restarts"]),
+            escape(status["last_error"] or ""),
+        )  # fmt: skip
+    out.print(health)
+    catalog = Table(title=f"{len(report['tools'])} tools (mode: {report['mode']})", title_justify="left")
+    catalog.add_column("signature", overflow="fold")
+    catalog.add_column("flags")
+    for tool in report["tools"]:
+        flags = ("read-only " if tool["read_only"] else "") + ("CHANGED" if tool["description_changed"] else "")
+        catalog.add_row(escape(tool["signature"]), flags.strip())
+    out.print(catalog)
+
+
+@config_app.command("check")
+def config_check(
+    config: ConfigOption,
+    connect: Annotated[bool, typer.Option(help="Also start every upstream and report its health.")] = False,
+) -> None:
+    """Validate a config file and summarize it; exit status 2 when it is wrong."""
+    cfg = load(config)
+    table = Table(title=str(cfg.path), title_justify="left")
+    for column in ("server", "transport", "target", "enabled"):
+        table.add_column(column)
+    for name, spec in cfg.servers.items():
+        if hasattr(spec, "command"):
+            transport, target = "stdio", " ".join([spec.command, *spec.args])  # type: ignore[union-attr]
+        else:
+            transport, target = spec.transport, spec.url  # type: ignore[union-attr]
+        table.add_row(name, transport, escape(target), "no" if spec.disabled else "yes")
+    out.print(table)
+    out.print(
+        f"mode: {cfg.nexus.mode}, call timeout: {cfg.nexus.call_timeout:g}s, HTTP: {cfg.nexus.host}:{cfg.nexus.port}"
+    )
+    if connect:
+        setup_logging("error")
+        from nexus_gateway.gateway import Gateway
+
+        async def main() -> list[Any]:
+            async with Gateway(cfg) as gateway:
+                await gateway.wait_ready()
+                return gateway.pool.statuses()
+
+        statuses = run_async(main)
+        failed = [status for status in statuses if status.state.value != "healthy"]
+        for status in statuses:
+            mark = "[green]ok[/]" if status not in failed else f"[red]{status.last_error}[/]"
+            out.print(f"  {status.name}: {status.tools} tools {mark}")
+        if failed:
+            raise typer.Exit(1)
+    out.print("[green]config is valid[/]")
+
+
+def main() -> None:
+    app()

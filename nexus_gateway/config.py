@@ -1,0 +1,215 @@
+"""The gateway's config file: a Claude Desktop / Claude Code / Cursor `mcpServers` file, as it is.
+
+Accepted shapes (one JSON object):
+
+    {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]},
+                    "remote": {"type": "http", "url": "https://...", "headers": {...}}},
+     "nexus": {"mode": "routed", "pinned": ["time__get_current_time"]}}
+
+VS Code's `servers` key is read the same way. Strings anywhere in a server entry may use `${VAR}` and
+`${VAR:-default}`. Gateway settings live under `nexus` and may be overridden by `NEXUS_<SETTING>`
+environment variables. Unknown keys are kept (the file round-trips); wrong values are a `ConfigError`
+naming the file, the server and the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nexus_gateway.errors import ConfigError
+
+Mode = Literal["passthrough", "routed", "auto"]
+_ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    disabled: bool = False
+    call_timeout: float | None = Field(default=None, gt=0)
+    """Per-call timeout in seconds for this server; the gateway's `call_timeout` when unset."""
+
+
+class StdioServer(_Entry):
+    type: Literal["stdio"] | None = None
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class RemoteServer(_Entry):
+    type: Literal["sse", "http", "streamable-http", "streamableHttp", "streamable_http"] | None = None
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def transport(self) -> Literal["sse", "http"]:
+        """`sse` or `http` (streamable HTTP); an untyped URL ending in /sse is taken as SSE."""
+        if self.type == "sse" or (self.type is None and self.url.rstrip("/").endswith("/sse")):
+            return "sse"
+        return "http"
+
+
+ServerSpec = StdioServer | RemoteServer
+
+
+class NexusSettings(BaseModel):
+    """Gateway settings: the `nexus` key of the config file, then `NEXUS_*` environment variables."""
+
+    model_config = ConfigDict(extra="allow")
+
+    mode: Mode = "auto"
+    auto_threshold: int = Field(default=40, ge=0)
+    """In `auto` mode, serve every tool directly up to this many tools, meta-tools above it."""
+    pinned: list[str] = Field(default_factory=list)
+    """Namespaced tools exposed directly in routed mode, beside the meta-tools."""
+    auto_execute: list[str] = Field(default_factory=list)
+    call_timeout: float = Field(default=30.0, gt=0)
+    start_timeout: float = Field(default=20.0, gt=0)
+    restart_backoff_initial: float = Field(default=0.25, gt=0)
+    restart_backoff_max: float = Field(default=30.0, gt=0)
+    search_k: int = Field(default=5, ge=1, le=50)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    auth_tokens: list[str] = Field(default_factory=list)
+    """Bearer tokens accepted on HTTP transports; none means no authentication."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Extra Host header values accepted on HTTP (loopback is always accepted)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    state_dir: str | None = None
+    """Where the catalog state lives; `~/.cache/nexus-gateway/<config hash>` when unset."""
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    path: Path | None
+    servers: dict[str, ServerSpec]
+    nexus: NexusSettings
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    """The file as read (before `${VAR}` expansion), so tools that rewrite it keep every key."""
+
+    @property
+    def enabled_servers(self) -> dict[str, ServerSpec]:
+        return {name: spec for name, spec in self.servers.items() if not spec.disabled}
+
+
+def expand_env(value: Any, environ: dict[str, str] | None = None, *, where: str = "") -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string of a JSON value."""
+    env = os.environ if environ is None else environ
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in env and env[name] != "":
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{where}: environment variable ${{{name}}} is not set (use ${{{name}:-default}})")
+
+        return _ENV_PATTERN.sub(substitute, value)
+    if isinstance(value, list):
+        return [expand_env(item, env, where=where) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_env(item, env, where=where) for key, item in value.items()}
+    return value
+
+
+def _format_error(where: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"] if part not in ("spec", "StdioServer", "RemoteServer"))
+        problems.append(f"{where}{f', key {loc!r}' if loc else ''}: {error['msg']}")
+    return "\n".join(dict.fromkeys(problems))
+
+
+def _parse_server(label: str, name: str, entry: Any, env: dict[str, str]) -> ServerSpec:
+    if not _SERVER_NAME.match(name):
+        raise ConfigError(f"{label}: server name {name!r} must be 1-64 letters, digits, '_', '-' or '.'")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{label}: server {name!r} must be an object, got {type(entry).__name__}")
+    where = f"{label}: server {name!r}"
+    expanded = expand_env(entry, env, where=where)
+    if "url" in expanded:
+        model: type[_Entry] = RemoteServer
+    elif "command" in expanded:
+        model = StdioServer
+    else:
+        raise ConfigError(f"{where}: needs either 'command' (a local stdio server) or 'url' (a remote server)")
+    try:
+        spec = model.model_validate(expanded)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(where, exc)) from None
+    assert isinstance(spec, StdioServer | RemoteServer)
+    return spec
+
+
+def _settings_from_env(base: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+    merged = dict(base)
+    for name, info in NexusSettings.model_fields.items():
+        raw = environ.get(f"NEXUS_{name.upper()}")
+        if raw is None:
+            continue
+        if info.annotation is not None and "list" in str(info.annotation):
+            merged[name] = [item.strip() for item in raw.split(",") if item.strip()]
+        else:
+            merged[name] = raw
+    return merged
+
+
+def builtin_variables(config_dir: Path | None) -> dict[str, str]:
+    """`${PYTHON}` (this interpreter) and `${CONFIG_DIR}` (the config file's folder), for portable configs."""
+    variables = {"PYTHON": sys.executable}
+    if config_dir is not None:
+        variables["CONFIG_DIR"] = str(config_dir)
+    return variables
+
+
+def parse_config(
+    data: Any, *, label: str = "<config>", environ: dict[str, str] | None = None, config_dir: Path | None = None
+) -> GatewayConfig:
+    """Validate an already-decoded config document."""
+    env = builtin_variables(config_dir) | (dict(os.environ) if environ is None else environ)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{label}: the config must be a JSON object, got {type(data).__name__}")
+    servers_key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+    raw_servers = data.get(servers_key, {}) if servers_key else {}
+    if not isinstance(raw_servers, dict):
+        raise ConfigError(f"{label}: '{servers_key}' must be an object mapping server names to entries")
+    servers = {name: _parse_server(label, name, entry, env) for name, entry in raw_servers.items()}
+
+    raw_nexus = data.get("nexus", {})
+    if not isinstance(raw_nexus, dict):
+        raise ConfigError(f"{label}: 'nexus' must be an object of gateway settings")
+    try:
+        nexus = NexusSettings.model_validate(_settings_from_env(expand_env(raw_nexus, env, where=label), env))
+    except ValidationError as exc:
+        raise ConfigError(_format_error(f"{label}: nexus settings", exc)) from None
+    return GatewayConfig(path=None, servers=servers, nexus=nexus, raw=data)
+
+
+def load_config(path: str | Path, *, environ: dict[str, str] | None = None) -> GatewayConfig:
+    """Read and validate a config file; every problem is a `ConfigError` that names the file."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read config file ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    config = parse_config(data, label=str(file), environ=environ, config_dir=file.resolve().parent)
+    return GatewayConfig(path=file.resolve(), servers=config.servers, nexus=config.nexus, raw=config.raw)

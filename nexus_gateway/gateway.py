@@ -1,0 +1,241 @@
+"""The Gateway: catalog, retrieval and upstream calls behind one object every front-end talks to.
+
+    tools/list   -> meta-tools (+ pinned tools)         [routed]
+                 -> every upstream tool, namespaced      [passthrough]
+    search_tools -> Retriever -> signatures
+    call_tool    -> Catalog lookup -> validate arguments -> UpstreamPool -> result
+
+Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream error) come back as
+`CallToolResult(is_error=True)` with a message a model can act on; nothing here raises for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as types
+
+from nexus_gateway import meta_tools
+from nexus_gateway.catalog import SEPARATOR, Catalog, DescriptionLedger, ToolRecord, namespaced_name
+from nexus_gateway.config import GatewayConfig
+from nexus_gateway.errors import NexusError, UnknownTool, UpstreamUnavailable
+from nexus_gateway.routing.bm25 import BM25Retriever
+from nexus_gateway.routing.retriever import Retriever
+from nexus_gateway.signatures import signature
+from nexus_gateway.upstream import Upstream, UpstreamPool
+from nexus_gateway.validation import validate_arguments
+
+logger = logging.getLogger(__name__)
+
+ChangeListener = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    name: str
+    signature: str
+    score: float
+    automatic: bool
+
+
+def default_state_dir(config: GatewayConfig) -> Path:
+    """Per-config state under the user's cache directory, unless `nexus.state_dir` says otherwise."""
+    if config.nexus.state_dir:
+        return Path(config.nexus.state_dir).expanduser()
+    key = hashlib.sha256(str(config.path or "<inline>").encode()).hexdigest()[:12]
+    return Path.home() / ".cache" / "nexus-gateway" / key
+
+
+def error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+class Gateway:
+    def __init__(
+        self, config: GatewayConfig, *, retriever: Retriever | None = None, state_dir: Path | None = None
+    ) -> None:
+        self.config = config
+        self.settings = config.nexus
+        state = state_dir or default_state_dir(config)
+        self.catalog = Catalog(DescriptionLedger(state / "descriptions.json"))
+        self.retriever: Retriever = retriever or BM25Retriever()
+        self.pool = UpstreamPool(config, self._on_listing)
+        self._listeners: list[ChangeListener] = []
+        self._resource_owner: dict[str, str] = {}
+        self._template_prefixes: list[tuple[str, str]] = []
+        self._last_mode: str | None = None
+        self._ready = False
+
+    async def __aenter__(self) -> Gateway:
+        await self.pool.__aenter__()
+        return self
+
+    async def wait_ready(self) -> None:
+        """Wait until every upstream has connected or failed its first start (each bounded by start_timeout)."""
+        if not self._ready:
+            await self.pool.wait_started()
+            self._ready = True
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.pool.__aexit__(*exc_info)
+
+    def on_change(self, listener: ChangeListener) -> None:
+        """Call `listener` whenever the tools, resources or prompts the gateway serves change."""
+        self._listeners.append(listener)
+
+    async def _on_listing(self, upstream: Upstream) -> None:
+        diff = self.catalog.replace_server(upstream.name, upstream.tools)
+        if diff:
+            self.retriever.index(list(self.catalog))
+            logger.info(
+                "catalog: %s +%d -%d ~%d (%d tools)",
+                upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
+            )  # fmt: skip
+        self._index_resources()
+        mode = self.mode
+        if diff and (mode == "passthrough" or mode != self._last_mode or diff.added or diff.removed):
+            for listener in list(self._listeners):
+                try:
+                    await listener()
+                except Exception:  # boundary: one broken client session must not stop ingest
+                    logger.exception("tools-changed listener failed")
+        self._last_mode = mode
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> Literal["passthrough", "routed"]:
+        if self.settings.mode == "auto":
+            return "passthrough" if len(self.catalog) <= self.settings.auto_threshold else "routed"
+        return self.settings.mode
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        if self.mode == "passthrough":
+            return [record.to_wire() for record in self.catalog]
+        servers = sorted(self.pool.upstreams)
+        pinned = [record.to_wire() for name in self.settings.pinned if (record := self.catalog.get(name))]
+        return meta_tools.definitions(len(self.catalog), servers) + pinned
+
+    def search(self, query: str, k: int | None = None) -> list[SearchResult]:
+        hits = self.retriever.search(query, k or self.settings.search_k)
+        results = []
+        for hit in hits:
+            record = self.catalog.get(hit.name)
+            if record is not None:
+                sig = signature(record.name, record.description, record.input_schema)
+                results.append(SearchResult(record.name, sig, round(hit.score, 4), automatic=False))
+        return results
+
+    def resolve(self, name: str) -> ToolRecord:
+        record = self.catalog.get(name)
+        if record is None:
+            raise UnknownTool(name, self.catalog.close_matches(name))
+        return record
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Serve a tools/call: a meta-tool or a namespaced upstream tool."""
+        arguments = arguments or {}
+        try:
+            if name in meta_tools.NAMES:
+                return await self._call_meta(name, arguments)
+            return await self.call_upstream(self.resolve(name), arguments)
+        except NexusError as exc:
+            return error_result(str(exc))
+
+    async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any]) -> types.CallToolResult:
+        validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
+        upstream = self.pool.get(record.server)
+        if upstream is None:
+            raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
+        return await upstream.call_tool(record.upstream_name, arguments)
+
+    async def _call_meta(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if name == meta_tools.CALL_TOOL:
+            target = str(arguments.get("name", ""))
+            inner = arguments.get("arguments") or {}
+            if not isinstance(inner, dict):
+                return error_result("call_tool's 'arguments' must be an object of the tool's parameters.")
+            return await self.call_upstream(self.resolve(target), inner)
+        if name == meta_tools.SEARCH_TOOLS:
+            query = str(arguments.get("query", "")).strip()
+            if not query:
+                return error_result("search_tools needs a non-empty 'query': say what you want to do.")
+            k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
+            results = self.search(query, k)
+            lines = [result.signature for result in results] or [f"No tool matches {query!r}; try other words."]
+            structured = {"tools": [result.__dict__ for result in results]}
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
+            )
+        if name == meta_tools.DESCRIBE_TOOL:
+            record = self.resolve(str(arguments.get("name", "")))
+            described = record.to_wire() | {"server": record.server, "signature": signature(
+                record.name, record.description, record.input_schema
+            )}  # fmt: skip
+            if record.description_changed:
+                described["warning"] = "This tool's description changed since the gateway first saw it."
+            text = json.dumps(described, indent=2)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], structured_content=described
+            )
+        raise AssertionError(name)
+
+    # -- resources and prompts -----------------------------------------------------------------
+
+    def _index_resources(self) -> None:
+        owners: dict[str, str] = {}
+        prefixes: list[tuple[str, str]] = []
+        for upstream in self.pool.upstreams.values():
+            for resource in upstream.resources:
+                owners.setdefault(resource["uri"], upstream.name)
+            for template in upstream.resource_templates:
+                prefixes.append((template["uriTemplate"].split("{", 1)[0], upstream.name))
+        self._resource_owner = owners
+        self._template_prefixes = sorted(prefixes, key=lambda item: -len(item[0]))
+
+    def list_resources(self) -> list[dict[str, Any]]:
+        return [
+            resource | {"name": namespaced_name(upstream.name, resource.get("name", resource["uri"]))}
+            for upstream in self.pool.upstreams.values()
+            for resource in upstream.resources
+        ]
+
+    def list_resource_templates(self) -> list[dict[str, Any]]:
+        return [
+            template | {"name": namespaced_name(upstream.name, template.get("name", template["uriTemplate"]))}
+            for upstream in self.pool.upstreams.values()
+            for template in upstream.resource_templates
+        ]
+
+    def _resource_upstream(self, uri: str) -> Upstream:
+        owner = self._resource_owner.get(uri)
+        if owner is None:
+            owner = next((server for prefix, server in self._template_prefixes if uri.startswith(prefix)), None)
+        upstream = self.pool.get(owner) if owner else None
+        if upstream is None:
+            raise NexusError(f"No upstream serves the resource {uri!r}.")
+        return upstream
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        return await self._resource_upstream(uri).read_resource(uri)
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        return [
+            prompt | {"name": namespaced_name(upstream.name, prompt["name"])}
+            for upstream in self.pool.upstreams.values()
+            for prompt in upstream.prompts
+        ]
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        for upstream in self.pool.upstreams.values():
+            for prompt in upstream.prompts:
+                if namespaced_name(upstream.name, prompt["name"]) == name:
+                    return await upstream.get_prompt(prompt["name"], arguments)
+        server = name.split(SEPARATOR, 1)[0]
+        raise NexusError(f"Unknown prompt {name!r} (server {server!r} lists no such prompt).")

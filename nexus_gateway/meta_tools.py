@@ -1,0 +1,67 @@
+"""The meta-tools the gateway serves in routed mode, as MCP Tool objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SEARCH_TOOLS = "search_tools"
+CALL_TOOL = "call_tool"
+DESCRIBE_TOOL = "describe_tool"
+NAMES = frozenset({SEARCH_TOOLS, CALL_TOOL, DESCRIBE_TOOL})
+
+_READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
+
+
+def definitions(tool_count: int, servers: list[str]) -> list[dict[str, Any]]:
+    shown = ", ".join(servers[:12]) + (", ..." if len(servers) > 12 else "")
+    where = f"{tool_count} tools from {len(servers)} servers ({shown})"
+    return [
+        {
+            "name": SEARCH_TOOLS,
+            "description": (
+                f"Find tools by what you want to do, among {where}. Returns the best matches as one-line "
+                "signatures `name(param: type, optional?: type) - summary` that are complete enough to call "
+                "with call_tool. Search again with other words if nothing fits."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What you want to do, in plain words."},
+                    "k": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 50,
+                        "default": 5,
+                        "description": "How many tools to return.",
+                    },
+                },
+                "required": ["query"],
+            },
+            "annotations": _READ_ONLY,
+        },
+        {
+            "name": CALL_TOOL,
+            "description": (
+                "Call a tool found with search_tools, by its exact name. Arguments are checked against the "
+                "tool's schema before the call; a mismatch comes back as an error that says what to fix."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name as search_tools returned it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments.", "default": {}},
+                },
+                "required": ["name"],
+            },
+        },
+        {
+            "name": DESCRIBE_TOOL,
+            "description": "Full description and JSON Schema of one tool, for when its signature is not enough.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The tool's exact name."}},
+                "required": ["name"],
+            },
+            "annotations": _READ_ONLY,
+        },
+    ]

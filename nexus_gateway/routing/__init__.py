@@ -1,0 +1,1 @@
+"""Tool retrieval: from a request in words to the tools that can serve it."""

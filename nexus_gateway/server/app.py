@@ -1,0 +1,97 @@
+"""The protocol kernel: one low-level MCP `Server` whose handlers all call the Gateway.
+
+Transports (stdio.py, http.py) are siblings that run this server; none of them knows about tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+from nexus_gateway import __version__
+from nexus_gateway.errors import NexusError
+from nexus_gateway.gateway import Gateway
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "nexus-gateway fronts many MCP servers. In routed mode, call search_tools with what you want to do, "
+    "then call_tool with the name and arguments of the tool you chose; describe_tool shows a full schema."
+)
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+
+    def seen(ctx: ServerRequestContext[Any]) -> None:
+        sessions.add(ctx.session)
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
+        seen(ctx)
+        await gateway.wait_ready()
+        return {"tools": gateway.list_tools()}
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
+        seen(ctx)
+        await gateway.wait_ready()
+        return await gateway.call_tool(params.name, params.arguments)
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
+        seen(ctx)
+        await gateway.wait_ready()
+        return {"resources": gateway.list_resources()}
+
+    async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
+        return {"resourceTemplates": gateway.list_resource_templates()}
+
+    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
+        try:
+            return await gateway.read_resource(str(params.uri))
+        except NexusError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+
+    async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
+        seen(ctx)
+        await gateway.wait_ready()
+        return {"prompts": gateway.list_prompts()}
+
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
+        try:
+            return await gateway.get_prompt(params.name, params.arguments)
+        except NexusError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+
+    server: Server[Any] = Server(
+        "nexus-gateway",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+    async def notify_tools_changed() -> None:
+        for session in list(sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # boundary: a gone client must not stop the others being told
+                logger.debug("could not notify a client session of changed tools: %s", exc)
+
+    gateway.on_change(notify_tools_changed)
+    return server
+
+
+def initialization_options(server: Server[Any]) -> InitializationOptions:
+    return server.create_initialization_options(NotificationOptions(tools_changed=True))

@@ -1,0 +1,311 @@
+"""UpstreamPool: one supervised MCP client session per upstream server.
+
+Each upstream has a supervisor task that connects (stdio, SSE or streamable HTTP through the `mcp`
+SDK), lists its tools, resources and prompts, and waits for the connection to end. When it ends
+(crash, kill, network) or fails to start in time, the upstream is marked unhealthy and reconnected
+with exponential backoff. A failing upstream never blocks the others: every start runs concurrently
+and is bounded by `start_timeout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from nexus_gateway._watched import WatchedTransport
+from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
+from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+
+logger = logging.getLogger(__name__)
+
+_HEALTHY_RESET_AFTER = 5.0
+"""A connection that lived this long resets the backoff; a crash loop keeps backing off."""
+_PAGE_CAP = 50
+
+
+class UpstreamState(StrEnum):
+    STARTING = "starting"
+    HEALTHY = "healthy"
+    UNHEALTHY = "unhealthy"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class UpstreamStatus:
+    name: str
+    transport: str
+    state: UpstreamState
+    tools: int
+    restarts: int
+    last_error: str | None
+    garbage_lines: int
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+OnListing = Callable[["Upstream"], Awaitable[None]]
+
+
+class Upstream:
+    """One upstream server and the supervisor that keeps a session to it open."""
+
+    def __init__(self, name: str, spec: ServerSpec, settings: NexusSettings, on_listing: OnListing) -> None:
+        self.name = name
+        self.spec = spec
+        self.settings = settings
+        self.call_timeout = spec.call_timeout or settings.call_timeout
+        self.tools: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.resource_templates: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.state = UpstreamState.STARTING
+        self.last_error: str | None = None
+        self.restarts = 0
+        self.garbage_lines = 0
+        self._on_listing = on_listing
+        self._client: Client | None = None
+        self._relist = anyio.Event()
+        self._ready = anyio.Event()
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if isinstance(self.spec, StdioServer) else self.spec.transport
+
+    def status(self) -> UpstreamStatus:
+        return UpstreamStatus(
+            self.name, self.transport, self.state, len(self.tools), self.restarts, self.last_error, self.garbage_lines
+        )
+
+    async def wait_started(self) -> None:
+        """Return once the first start attempt has succeeded or failed."""
+        await self._ready.wait()
+
+    # -- supervision ---------------------------------------------------------------------------
+
+    async def supervise(self) -> None:
+        """Connect, serve, reconnect with backoff; runs until cancelled."""
+        backoff = self.settings.restart_backoff_initial
+        while True:
+            started = time.monotonic()
+            try:
+                await self._serve_one_connection()
+                error = "connection closed"
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
+                error = _describe(exc)
+            self._client = None
+            if self.state is not UpstreamState.STOPPED:
+                self.state = UpstreamState.UNHEALTHY
+                self.last_error = error
+            self._ready.set()
+            if time.monotonic() - started > _HEALTHY_RESET_AFTER:
+                backoff = self.settings.restart_backoff_initial
+            logger.warning("upstream %s is unavailable (%s); reconnecting in %.2fs", self.name, error, backoff)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, self.settings.restart_backoff_max)
+            self.restarts += 1
+            self.state = UpstreamState.STARTING
+
+    async def _serve_one_connection(self) -> None:
+        # One scope around the whole connection: its deadline bounds the start, then is lifted.
+        # (A timeout scope around entering the client alone would be exited before the client's
+        # task group, which anyio forbids.)
+        with anyio.CancelScope(deadline=anyio.current_time() + self.settings.start_timeout) as start_scope:
+            watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
+            async with Client(watched, mode="legacy", cache=None, message_handler=self._on_message) as client:
+                await self._refresh(client)
+                start_scope.deadline = math.inf
+                self._client = client
+                self.state = UpstreamState.HEALTHY
+                self.last_error = None
+                self._ready.set()
+                logger.info("upstream %s connected over %s with %d tools", self.name, self.transport, len(self.tools))
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._relist_loop, client)
+                    await watched.closed.wait()
+                    tg.cancel_scope.cancel()
+        if start_scope.cancelled_caught:
+            raise TimeoutError
+
+    async def _relist_loop(self, client: Client) -> None:
+        while True:
+            await self._relist.wait()
+            self._relist = anyio.Event()
+            try:
+                with anyio.fail_after(self.settings.start_timeout):
+                    await self._refresh(client)
+            except (MCPError, TimeoutError) as exc:
+                logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc))
+
+    def _open_transport(self) -> Any:
+        spec = self.spec
+        if isinstance(spec, StdioServer):
+            params = StdioServerParameters(command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd)
+            return stdio_client(params, errlog=sys.stderr)
+        assert isinstance(spec, RemoteServer)
+        if spec.transport == "sse":
+            return sse_client(spec.url, headers=spec.headers or None, timeout=self.settings.start_timeout)
+        return _streamable_http(spec.url, spec.headers)
+
+    async def _refresh(self, client: Client) -> None:
+        capabilities = client.server_capabilities
+        self.tools = [_dump(tool) for tool in await _all_pages(client.list_tools)] if capabilities.tools else []
+        if capabilities.resources:
+            self.resources = [_dump(item) for item in await _all_pages(client.list_resources)]
+            templates = await _all_pages(client.list_resource_templates)
+            self.resource_templates = [_dump(item) for item in templates]
+        if capabilities.prompts:
+            self.prompts = [_dump(prompt) for prompt in await _all_pages(client.list_prompts)]
+        await self._on_listing(self)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification | types.ResourceListChangedNotification):
+            logger.info("upstream %s changed its list; re-listing", self.name)
+            self._relist.set()
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._relist.set()
+
+    def _on_garbage(self, exc: Exception) -> None:
+        self.garbage_lines += 1
+        if self.garbage_lines <= 3 or self.garbage_lines % 100 == 0:
+            logger.warning("upstream %s wrote a non-protocol line on stdout (%d so far)", self.name, self.garbage_lines)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _connected(self) -> Client:
+        if self._client is None or self.state is not UpstreamState.HEALTHY:
+            reason = f": {self.last_error}" if self.last_error else ""
+            raise UpstreamUnavailable(
+                self.name,
+                f"Upstream server {self.name!r} is {self.state.value}{reason}. "
+                "It is being restarted; try again in a few seconds.",
+            )
+        return self._client
+
+    @asynccontextmanager
+    async def _request(self, what: str, timeout: float | None) -> AsyncIterator[Client]:
+        client = self._connected()
+        limit = timeout or self.call_timeout
+        try:
+            with anyio.fail_after(limit):
+                yield client
+        except TimeoutError:
+            raise UpstreamTimeout(
+                self.name, f"Upstream server {self.name!r} did not answer {what} within {limit:g}s."
+            ) from None
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                raise UpstreamUnavailable(
+                    self.name, f"Upstream server {self.name!r} closed the connection during {what}; it is restarting."
+                ) from exc
+            raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> types.CallToolResult:
+        async with self._request(f"the call to {tool!r}", timeout) as client:
+            return await client.call_tool(tool, arguments)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        async with self._request(f"reading {uri!r}", None) as client:
+            return await client.read_resource(uri)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        async with self._request(f"prompt {name!r}", None) as client:
+            return await client.get_prompt(name, arguments)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+@asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    async with (
+        create_mcp_http_client(headers=headers or None) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+async def _all_pages(fetch: Callable[..., Awaitable[Any]]) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor=cursor)
+        for attr in ("tools", "resources", "resource_templates", "prompts"):
+            if hasattr(page, attr):
+                items.extend(getattr(page, attr))
+                break
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "did not start in time"
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_describe(inner) for inner in exc.exceptions]
+        return "; ".join(dict.fromkeys(leaves))
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+class UpstreamPool:
+    """Every configured upstream, started concurrently and supervised until the pool closes."""
+
+    def __init__(self, config: GatewayConfig, on_listing: OnListing) -> None:
+        self.upstreams = {
+            name: Upstream(name, spec, config.nexus, on_listing) for name, spec in config.enabled_servers.items()
+        }
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> UpstreamPool:
+        self._stack = AsyncExitStack()
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        for upstream in self.upstreams.values():
+            self._tg.start_soon(upstream.supervise, name=f"upstream:{upstream.name}")
+        return self
+
+    async def wait_started(self) -> None:
+        """Wait until every upstream has connected or failed its first attempt (each bounded by start_timeout)."""
+        async with anyio.create_task_group() as tg:
+            for upstream in self.upstreams.values():
+                tg.start_soon(upstream.wait_started)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._tg is not None
+        for upstream in self.upstreams.values():
+            upstream.state = UpstreamState.STOPPED
+        self._tg.cancel_scope.cancel()
+        await self._stack.__aexit__(None, None, None)
+
+    def get(self, name: str) -> Upstream | None:
+        return self.upstreams.get(name)
+
+    def statuses(self) -> list[UpstreamStatus]:
+        return [upstream.status() for upstream in self.upstreams.values()]
