@@ -134,9 +134,12 @@ class Gateway:
 
     def resolve(self, name: str) -> ToolRecord:
         record = self.catalog.get(name)
-        if record is None:
-            raise UnknownTool(name, self.catalog.close_matches(name))
-        return record
+        if record is not None:
+            return record
+        upstream = self.pool.get(name.split(SEPARATOR, 1)[0])
+        if upstream is not None and not upstream.tools:
+            upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
+        raise UnknownTool(name, self.catalog.close_matches(name))
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Serve a tools/call: a meta-tool or a namespaced upstream tool."""

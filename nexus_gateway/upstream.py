@@ -114,10 +114,7 @@ class Upstream:
                 raise
             except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
                 error = _describe(exc)
-            self._client = None
-            if self.state is not UpstreamState.STOPPED:
-                self.state = UpstreamState.UNHEALTHY
-                self.last_error = error
+            self._mark_down(error)
             self._ready.set()
             if time.monotonic() - started > _HEALTHY_RESET_AFTER:
                 backoff = self.settings.restart_backoff_initial
@@ -144,9 +141,16 @@ class Upstream:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._relist_loop, client)
                     await watched.closed.wait()
+                    self._mark_down("connection closed")
                     tg.cancel_scope.cancel()
         if start_scope.cancelled_caught:
             raise TimeoutError
+
+    def _mark_down(self, error: str) -> None:
+        self._client = None
+        if self.state is not UpstreamState.STOPPED:
+            self.state = UpstreamState.UNHEALTHY
+            self.last_error = error
 
     async def _relist_loop(self, client: Client) -> None:
         while True:
@@ -193,6 +197,10 @@ class Upstream:
 
     # -- requests ------------------------------------------------------------------------------
 
+    def ensure_connected(self) -> None:
+        """Raise `UpstreamUnavailable`, with the reason, unless the upstream is connected."""
+        self._connected()
+
     def _connected(self) -> Client:
         if self._client is None or self.state is not UpstreamState.HEALTHY:
             reason = f": {self.last_error}" if self.last_error else ""
@@ -216,6 +224,8 @@ class Upstream:
             ) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
+                if self._client is client:
+                    self._mark_down("connection closed")
                 raise UpstreamUnavailable(
                     self.name, f"Upstream server {self.name!r} closed the connection during {what}; it is restarting."
                 ) from exc

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from datetime import datetime, timedelta
+from types import FrameType
 from typing import Annotated
 
 import anyio
@@ -60,8 +62,23 @@ def configure_logging(level: str) -> None:
     )
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve(server: MCPServer, args: argparse.Namespace) -> None:
-    """Run `server` on the transport chosen on the command line until interrupted."""
+    """Run `server` on the transport chosen on the command line until stdin closes or it is interrupted.
+
+    SIGTERM and Ctrl-C end it with a normal unwind, so callers' `with` blocks (a temporary root) clean up.
+    """
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        _run(server, args)
+    except KeyboardInterrupt:
+        logging.getLogger(f"examples.servers.{server.name}").info("interrupted")
+
+
+def _run(server: MCPServer, args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         server.run("stdio")
         return
@@ -79,5 +96,5 @@ def serve(server: MCPServer, args: argparse.Namespace) -> None:
         log_config=None,
         log_level=args.log_level.lower(),
     )
-    logging.getLogger(__name__).info("%s serving on %s", server.name, where)
+    logging.getLogger(f"examples.servers.{server.name}").info("serving on %s", where)
     anyio.run(uvicorn.Server(config).serve)

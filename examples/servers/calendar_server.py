@@ -21,6 +21,7 @@ ME = "alex.morgan@example.com"
 Visibility = Literal["default", "public", "private"]
 Response = Literal["needs_action", "accepted", "declined", "tentative"]
 EventId = Annotated[str, Field(description="Event identifier, e.g. 'evt-1003'.")]
+Hour = Annotated[int, Field(ge=0, le=24)]
 CalendarId = Annotated[str, Field(description="Calendar identifier: 'primary', 'engineering' or 'holidays'.")]
 
 
@@ -35,6 +36,7 @@ class Calendar(BaseModel):
 class Attendee(BaseModel):
     email: str
     response: Response = "needs_action"
+    comment: str | None = None
 
 
 class Reminder(BaseModel):
@@ -200,7 +202,7 @@ def build_server() -> MCPServer:
             location=location,
             visibility=visibility,
             attendees=[Attendee(email=ME, response="accepted")] + [Attendee(email=a) for a in attendees if a != ME],
-            reminders=reminders,
+            reminders=list(reminders),
             recurrence=recurrence,
         )
         events[new.id] = new
@@ -248,7 +250,7 @@ def build_server() -> MCPServer:
         current = event(event_id)
         for attendee in current.attendees:
             if attendee.email == ME:
-                attendee.response = response
+                attendee.response, attendee.comment = response, comment
                 return current
         raise ToolError(f"{ME} is not invited to {event_id}.")
 
@@ -259,7 +261,7 @@ def build_server() -> MCPServer:
         window_end: Annotated[datetime, Field(description="Latest acceptable end (ISO 8601).")],
         duration_minutes: Annotated[int, Field(ge=15, le=480, description="Length of the meeting.")] = 30,
         working_hours: Annotated[
-            tuple[int, int], Field(description="[first hour, last hour) in UTC, e.g. [9, 17].")
+            tuple[Hour, Hour], Field(description="First and last working hour of each day in UTC, e.g. [9, 17].")
         ] = (9, 17),
         include_weekends: Annotated[bool, Field(description="Also offer Saturday and Sunday slots.")] = False,
         max_results: Annotated[int, Field(ge=1, le=50, description="Maximum number of slots to return.")] = 10,
@@ -267,8 +269,8 @@ def build_server() -> MCPServer:
         """Find time slots in a window when all given attendees are free for the requested duration."""
         lo, hi = _utc(window_start), _utc(window_end)
         first, last = working_hours
-        if not 0 <= first < last <= 24:
-            raise ToolError("working_hours must be [first, last] with 0 <= first < last <= 24.")
+        if first >= last or lo >= hi:
+            raise ToolError("working_hours and the window must each end after they start.")
         wanted = set(attendees)
         busy = sorted(
             (e.start, e.end)

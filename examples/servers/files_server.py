@@ -4,6 +4,8 @@ import mimetypes
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -28,7 +30,7 @@ SEED_FILES = {
     "- queue: Redis streams\n",
     "src/app.py": "from fastapi import FastAPI\n\napp = FastAPI()\n\n\n@app.get('/health')\n"
     "def health() -> dict[str, str]:\n    return {'status': 'ok'}\n",
-    "src/config.py": "DATABASE_URL = 'postgresql://localhost/shop'\nPAGE_SIZE = 25\n# TODO: read from the environment\n",
+    "src/config.py": "DATABASE_URL = 'postgresql://localhost/shop'\nPAGE_SIZE = 25\n# TODO: read from the env\n",
     "data/sales_q1.csv": "month,region,revenue\n2025-01,EU,120400\n2025-02,EU,98350\n2025-03,EU,134900\n",
     "notes/todo.txt": "TODO: rotate API keys\nTODO: add pagination to /orders\ndone: upgrade to Python 3.12\n",
     ".env.example": "DATABASE_URL=postgresql://localhost/shop\nSECRET_KEY=change-me\n",
@@ -75,6 +77,15 @@ def seed(root: Path) -> Path:
     return root
 
 
+@contextmanager
+def _os_errors(action: str) -> Iterator[None]:
+    """Turn a file-system failure into a tool error the model can read."""
+    try:
+        yield
+    except OSError as exc:  # shutil.Error is an OSError too
+        raise ToolError(f"Could not {action}: {exc.strerror or exc}.") from exc
+
+
 def build_server(root: Path | None = None) -> MCPServer:
     """A files server confined to `root` (a freshly seeded temporary directory when omitted)."""
     base = (root or seed(Path(tempfile.mkdtemp(prefix="nexus-files-")))).resolve()
@@ -94,6 +105,11 @@ def build_server(root: Path | None = None) -> MCPServer:
         if not target.exists():
             raise ToolError(f"No such file or directory: {path!r}.")
         return target
+
+    def visible(path: Path, hidden: bool) -> bool:
+        """Whether a path found by a directory walk may be shown: inside the root, and not hidden unless asked."""
+        parts = path.relative_to(base).parts
+        return path.resolve().is_relative_to(base) and (hidden or not any(p.startswith(".") for p in parts))
 
     def rel(path: Path) -> str:
         return path.relative_to(base).as_posix() or "."
@@ -118,10 +134,7 @@ def build_server(root: Path | None = None) -> MCPServer:
         if not folder.is_dir():
             raise ToolError(f"{path!r} is a file, not a directory.")
         children = folder.rglob("*") if recursive else folder.iterdir()
-        shown = [
-            p for p in children if include_hidden or not any(part.startswith(".") for part in p.relative_to(base).parts)
-        ]
-        return [entry(p) for p in sorted(shown)[:max_entries]]
+        return [entry(p) for p in sorted(p for p in children if visible(p, include_hidden))[:max_entries]]
 
     @server.tool(annotations=READ_ONLY)
     def read_file(
@@ -179,7 +192,7 @@ def build_server(root: Path | None = None) -> MCPServer:
             raise ToolError("The pattern must stay inside the root: no absolute paths or '..'.")
         needle = contains if case_sensitive or contains is None else contains.lower()
         matches: list[Match] = []
-        for path in sorted(p for p in base.glob(pattern) if p.is_file() and p.resolve().is_relative_to(base)):
+        for path in sorted(p for p in base.glob(pattern) if p.is_file() and visible(p, hidden=True)):
             if needle is None:
                 matches.append(Match(path=rel(path)))
                 continue
@@ -207,12 +220,12 @@ def build_server(root: Path | None = None) -> MCPServer:
             raise ToolError(f"{path!r} is a directory.")
         if mode == "create" and target.exists():
             raise ToolError(f"{path!r} already exists; use mode 'overwrite' or 'append'.")
-        if not target.parent.exists():
-            if not create_parents:
-                raise ToolError(f"Directory {rel(target.parent)!r} does not exist.")
-            target.parent.mkdir(parents=True)
-        with target.open("a" if mode == "append" else "w", encoding="utf-8") as handle:
-            handle.write(content)
+        if not target.parent.exists() and not create_parents:
+            raise ToolError(f"Directory {rel(target.parent)!r} does not exist.")
+        with _os_errors(f"write {path!r}"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("a" if mode == "append" else "w", encoding="utf-8") as handle:
+                handle.write(content)
         return entry(target)
 
     @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
@@ -221,7 +234,8 @@ def build_server(root: Path | None = None) -> MCPServer:
         target = inside(path)
         if target.is_file():
             raise ToolError(f"{path!r} is a file.")
-        target.mkdir(parents=True, exist_ok=True)
+        with _os_errors(f"create {path!r}"):
+            target.mkdir(parents=True, exist_ok=True)
         return entry(target)
 
     @server.tool(annotations=DESTRUCTIVE)
@@ -236,8 +250,9 @@ def build_server(root: Path | None = None) -> MCPServer:
             raise ToolError("The root directory itself cannot be moved.")
         if dst.exists() and not (overwrite and dst.is_file()):
             raise ToolError(f"{destination!r} already exists; pass overwrite=true to replace a file.")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        return entry(Path(shutil.move(src, dst)))
+        with _os_errors(f"move {source!r} to {destination!r}"):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            return entry(Path(shutil.move(src, dst)))
 
     @server.tool(annotations=DESTRUCTIVE)
     def delete_path(
@@ -252,10 +267,11 @@ def build_server(root: Path | None = None) -> MCPServer:
             raise ToolError("The root directory itself cannot be deleted.")
         if target.is_dir() and any(target.iterdir()) and not recursive:
             raise ToolError(f"Directory {path!r} is not empty; pass recursive=true.")
-        if target.is_dir():
-            shutil.rmtree(target)
-        else:
-            target.unlink()
+        with _os_errors(f"delete {path!r}"):
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
         return f"Deleted {rel(target)}."
 
     return server
@@ -267,6 +283,8 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging(args.log_level)
     if args.root is not None:
+        if not args.root.is_dir():
+            parser.error(f"--root {args.root} is not a directory")
         serve(build_server(args.root), args)
         return
     with tempfile.TemporaryDirectory(prefix="nexus-files-") as scratch:

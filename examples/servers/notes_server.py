@@ -78,7 +78,7 @@ def _seed() -> dict[str, Note]:
         Note(id="note-2", title="Release 2.4 checklist", notebook="Work", tags=["release"], created_at=at(20, 10),
              updated_at=at(30, 11), body="Steps before the go/no-go meeting.", checklist=todo),
         Note(id="note-3", title="Sourdough recipe", notebook="Personal", tags=["cooking"], created_at=at(3, 19),
-             updated_at=at(3, 19), body="500 g flour, 350 g water, 100 g starter, 10 g salt. Bulk ferment 5 h at 24 C."),
+             updated_at=at(3, 19), body="500 g flour, 350 g water, 100 g starter, 10 g salt. Bulk ferment 5 h."),
         Note(id="note-4", title="Book list 2025", notebook="Personal", tags=["reading", "ideas"], created_at=at(1, 8),
              updated_at=at(25, 21),
              body="- The Pragmatic Programmer\n- Designing Data-Intensive Applications\n- Piranesi"),
@@ -102,8 +102,8 @@ def build_server() -> MCPServer:
     next_id = itertools.count(len(notes) + 1)
     server = MCPServer("notes", instructions="Personal and work notes organised in notebooks with tags.")
 
-    def note(note_id: str) -> Note:
-        if note_id not in notes or notes[note_id].trashed:
+    def note(note_id: str, *, trashed_too: bool = False) -> Note:
+        if note_id not in notes or (notes[note_id].trashed and not trashed_too):
             raise ToolError(f"No note with id {note_id!r}; use search_notes to find one.")
         return notes[note_id]
 
@@ -172,7 +172,7 @@ def build_server() -> MCPServer:
             notebook=notebook,
             tags=sorted(set(tags)),
             pinned=pinned,
-            checklist=checklist,
+            checklist=list(checklist),
             created_at=now,
             updated_at=now,
         )
@@ -233,8 +233,8 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     async def list_notebooks() -> list[Notebook]:
         """List notebooks with how many notes and pinned notes each holds."""
-        names = sorted({n.notebook for n in notes.values() if not n.trashed})
         live = [n for n in notes.values() if not n.trashed]
+        names = sorted({n.notebook for n in live})
         return [
             Notebook(
                 name=name,
@@ -250,7 +250,7 @@ def build_server() -> MCPServer:
         permanent: Annotated[bool, Field(description="Erase now instead of moving to the trash.")] = False,
     ) -> str:
         """Move a note to the trash, or erase it permanently."""
-        n = note(note_id)
+        n = note(note_id, trashed_too=permanent)
         if permanent:
             del notes[note_id]
             return f"Permanently deleted {note_id} ({n.title!r})."

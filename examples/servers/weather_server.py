@@ -4,7 +4,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,11 +17,26 @@ except ImportError:  # run as a script: python examples/servers/weather_server.p
     from _common import configure_logging, make_parser, serve  # type: ignore[no-redef]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True)
-CONDITIONS = ("clear", "partly_cloudy", "cloudy", "fog", "drizzle", "rain", "thunderstorm", "snow")
+Condition = Literal["clear", "partly_cloudy", "cloudy", "fog", "drizzle", "rain", "thunderstorm", "snow"]
+Severity = Literal["minor", "moderate", "severe", "extreme"]
+Pollutant = Literal["pm2_5", "pm10", "o3", "no2", "so2", "co"]
+MoonPhase = Literal[
+    "new",
+    "waxing_crescent",
+    "first_quarter",
+    "waxing_gibbous",
+    "full",
+    "waning_gibbous",
+    "last_quarter",
+    "waning_crescent",
+]
+CONDITIONS: tuple[Condition, ...] = get_args(Condition)
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+POLLUTANTS: tuple[Pollutant, ...] = get_args(Pollutant)
+PHASES: tuple[MoonPhase, ...] = get_args(MoonPhase)
 COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
-SEVERITIES = ("minor", "moderate", "severe", "extreme")
 NEW_MOON, LUNAR_MONTH = date(2000, 1, 6), 29.530588  # a known new moon; mean synodic month in days
-POLLUTANTS = ("pm2_5", "pm10", "o3", "no2", "so2", "co")
+ALERT_KINDS = ("Thunderstorm warning", "Heat advisory", "Flood watch", "High wind warning", "Coastal flood warning")
 # name: (country, latitude, longitude, timezone, mean temperature in C)
 KNOWN = {
     "London": ("GB", 51.5072, -0.1276, "Europe/London", 11.0),
@@ -55,7 +70,7 @@ class CurrentWeather(BaseModel):
     location: Location
     observed_at: datetime
     units: str
-    condition: str
+    condition: Condition
     temperature: float
     feels_like: float
     humidity_percent: int
@@ -66,7 +81,7 @@ class CurrentWeather(BaseModel):
 
 class DailyForecast(BaseModel):
     date: date
-    condition: str
+    condition: Condition
     high: float
     low: float
     precipitation_chance_percent: int
@@ -84,13 +99,13 @@ class AirQuality(BaseModel):
     location: Location
     aqi: int
     category: str
-    dominant_pollutant: str
+    dominant_pollutant: Pollutant
     concentrations_ug_m3: dict[str, float]
 
 
 class Alert(BaseModel):
     id: str
-    severity: str
+    severity: Severity
     event: str
     headline: str
     starts: datetime
@@ -103,7 +118,7 @@ class Astronomy(BaseModel):
     sunrise_utc: str | None
     sunset_utc: str | None
     day_length_hours: float
-    moon_phase: str
+    moon_phase: MoonPhase
 
 
 def _num(*key: object, lo: float = 0.0, hi: float = 1.0) -> float:
@@ -210,10 +225,7 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     async def get_air_quality(
         city: City,
-        pollutants: Annotated[
-            Sequence[Literal["pm2_5", "pm10", "o3", "no2", "so2", "co"]],
-            Field(description="Pollutants to report; all when empty."),
-        ] = (),
+        pollutants: Annotated[Sequence[Pollutant], Field(description="Pollutants to report; all when empty.")] = (),
     ) -> AirQuality:
         """Get the air quality index, its category and pollutant concentrations for a city."""
         loc = _locate(city)
@@ -232,32 +244,25 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     async def get_weather_alerts(
         city: City,
-        min_severity: Annotated[
-            Literal["minor", "moderate", "severe", "extreme"],
-            Field(description="Leave out alerts below this severity."),
-        ] = "minor",
+        min_severity: Annotated[Severity, Field(description="Leave out alerts below this severity.")] = "minor",
     ) -> list[Alert]:
         """List active weather warnings for a city, such as storms, heat or flooding, at or above a severity."""
         loc, start = _locate(city), datetime.now(UTC).replace(hour=6, minute=0, second=0, microsecond=0)
-        kinds = ("Thunderstorm warning", "Heat advisory", "Flood watch", "High wind warning", "Fog advisory")
         alerts = []
         for i in range(int(_num(loc.name, "alerts", hi=3))):
-            kind, severity = (
-                kinds[int(_num(loc.name, i, "kind", hi=5))],
-                SEVERITIES[int(_num(loc.name, i, "sev", hi=4))],
-            )
-            if SEVERITIES.index(severity) >= SEVERITIES.index(min_severity):
-                alerts.append(
-                    Alert(
-                        id=f"{loc.country}-{int(_num(loc.name, i, 'id', hi=1e6)):06d}",
-                        severity=severity,
-                        event=kind,
-                        headline=f"{kind} for {loc.name} ({severity})",
-                        starts=start + timedelta(hours=6 * i),
-                        ends=start + timedelta(hours=6 * i + 18),
-                    )
+            kind = ALERT_KINDS[int(_num(loc.name, i, "kind", hi=len(ALERT_KINDS)))]
+            severity = SEVERITIES[int(_num(loc.name, i, "severity", hi=len(SEVERITIES)))]
+            alerts.append(
+                Alert(
+                    id=f"{loc.country}-{int(_num(loc.name, i, 'id', hi=1e6)):06d}",
+                    severity=severity,
+                    event=kind,
+                    headline=f"{kind} for {loc.name} ({severity})",
+                    starts=start + timedelta(hours=6 * i),
+                    ends=start + timedelta(hours=6 * i + 18),
                 )
-        return alerts
+            )
+        return [a for a in alerts if SEVERITIES.index(a.severity) >= SEVERITIES.index(min_severity)]
 
     @server.tool(annotations=READ_ONLY)
     async def geocode_location(
@@ -284,23 +289,13 @@ def build_server() -> MCPServer:
             return None if hours in (0.0, 24.0) else f"{int(h % 24):02d}:{int(h % 1 * 60):02d}"
 
         age = (when - NEW_MOON).days % LUNAR_MONTH
-        phases = (
-            "new",
-            "waxing_crescent",
-            "first_quarter",
-            "waxing_gibbous",
-            "full",
-            "waning_gibbous",
-            "last_quarter",
-            "waning_crescent",
-        )
         return Astronomy(
             location=loc,
             date=when,
             sunrise_utc=clock(noon - hours / 2),
             sunset_utc=clock(noon + hours / 2),
             day_length_hours=round(hours, 2),
-            moon_phase=phases[int(age / LUNAR_MONTH * 8 + 0.5) % 8],
+            moon_phase=PHASES[int(age / LUNAR_MONTH * 8 + 0.5) % 8],
         )
 
     return server

@@ -58,17 +58,33 @@ def setup_logging(level: str) -> None:
     )
     for noisy in ("httpx", "httpx2", "mcp", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    # The SDK logs every non-JSON-RPC stdout line of an upstream with a traceback; the pool counts them instead.
+    logging.getLogger("mcp.client.stdio").addFilter(lambda record: "Failed to parse JSONRPC" not in record.getMessage())
 
 
 def run_async(main: Callable[[], Awaitable[T]]) -> T:
     """Run `main` under anyio; user errors print cleanly, SIGINT and SIGTERM shut down in order."""
     try:
         return anyio.run(_with_signals, main)
-    except NexusError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except Exception as exc:
+        user_error = _user_error(exc)
+        if user_error is None:
+            raise
+        err.print(f"[bold red]error:[/] {escape(str(user_error))}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _user_error(exc: BaseException) -> NexusError | None:
+    """The `NexusError` inside `exc`, however deeply task groups wrapped it."""
+    if isinstance(exc, NexusError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _user_error(inner)) is not None:
+                return found
+    return None
 
 
 async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:

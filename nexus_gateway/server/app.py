@@ -35,18 +35,18 @@ def build_server(gateway: Gateway) -> Server[Any]:
         sessions.add(ctx.session)
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
-        seen(ctx)
         await gateway.wait_ready()
+        seen(ctx)
         return {"tools": gateway.list_tools()}
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
-        seen(ctx)
         await gateway.wait_ready()
+        seen(ctx)
         return await gateway.call_tool(params.name, params.arguments)
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
-        seen(ctx)
         await gateway.wait_ready()
+        seen(ctx)
         return {"resources": gateway.list_resources()}
 
     async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
@@ -59,8 +59,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
-        seen(ctx)
         await gateway.wait_ready()
+        seen(ctx)
         return {"prompts": gateway.list_prompts()}
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:

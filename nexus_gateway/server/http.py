@@ -132,6 +132,7 @@ async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(config.backlog)  # connections queue from here on, before uvicorn accepts
     except OSError as exc:
         sock.close()
         raise NexusError(f"cannot listen on {host}:{port}: {exc.strerror}") from None

@@ -1,0 +1,97 @@
+"""Shared helpers: real upstream processes, config files, and a gateway driven in memory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from nexus_gateway.config import GatewayConfig, load_config
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.server.app import build_server
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTY = str(ROOT / "tests" / "servers" / "faulty_server.py")
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def stdio_entry(script: str, *args: str, **extra: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [script, *args], **extra}
+
+
+def faulty(*args: str, **extra: Any) -> dict[str, Any]:
+    return stdio_entry(FAULTY, *args, **extra)
+
+
+def write_config(tmp_path: Path, servers: dict[str, Any], **nexus: Any) -> Path:
+    nexus.setdefault("state_dir", str(tmp_path / "state"))
+    nexus.setdefault("restart_backoff_initial", 0.1)
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"mcpServers": servers, "nexus": nexus}))
+    return path
+
+
+def make_config(tmp_path: Path, servers: dict[str, Any], **nexus: Any) -> GatewayConfig:
+    return load_config(write_config(tmp_path, servers, **nexus))
+
+
+@asynccontextmanager
+async def running_gateway(config: GatewayConfig) -> AsyncIterator[tuple[Gateway, Client]]:
+    """The gateway with its real upstreams, and an MCP client talking to its front in memory."""
+    async with Gateway(config) as gateway:
+        await gateway.wait_ready()
+        async with Client(build_server(gateway), mode="legacy", cache=None) as client:
+            yield gateway, client
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
+
+
+def start_gateway_http(config: Path, *extra: str) -> tuple[Any, str]:
+    """A real `nexus-gateway serve --transport http` process on a free port; returns (process, base URL)."""
+    import re
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
+         "--port", "0", *extra],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if match := re.search(r"listening on (http://\S+)", line):
+            return proc, match.group(1)
+    raise RuntimeError(f"the gateway exited before listening (status {proc.wait()})")

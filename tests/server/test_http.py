@@ -1,0 +1,125 @@
+"""The gateway over HTTP: streamable HTTP and SSE, in both directions, with its guards."""
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.conftest import FAULTY, faulty, free_port, start_gateway_http, text_of, wait_for_port, write_config
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway process whose upstreams are one stdio, one streamable-HTTP and one SSE server."""
+    tmp = tmp_path_factory.mktemp("http")
+    upstreams = []
+    servers: dict = {"local": faulty()}
+    for transport, name in (("streamable-http", "web"), ("sse", "stream")):
+        port = free_port()
+        upstreams.append(subprocess.Popen([sys.executable, FAULTY, "--transport", transport, "--port", str(port)],
+                                          stderr=subprocess.DEVNULL))  # fmt: skip
+        wait_for_port(port)
+        path = "mcp" if transport == "streamable-http" else "sse"
+        servers[name] = {"type": "http" if path == "mcp" else "sse", "url": f"http://127.0.0.1:{port}/{path}"}
+    proc, url = start_gateway_http(write_config(tmp, servers, mode="passthrough"))
+    yield url
+    for process in (proc, *upstreams):
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _exercise(client: Client) -> None:
+    names = {tool.name for tool in (await client.list_tools()).tools}
+    assert {"local__echo", "web__echo", "stream__echo"} <= names
+    for server in ("local", "web", "stream"):
+        result = await client.call_tool(f"{server}__echo", {"text": f"via {server}"})
+        assert text_of(result) == f"via {server}"
+
+
+@pytest.mark.anyio
+async def test_streamable_http_front_reaches_stdio_http_and_sse_upstreams(gateway_url: str):
+    with anyio.fail_after(30):
+        async with Client(f"{gateway_url}/mcp", mode="legacy", cache=None) as client:
+            await _exercise(client)
+
+
+@pytest.mark.anyio
+async def test_sse_front_reaches_stdio_http_and_sse_upstreams(gateway_url: str):
+    with anyio.fail_after(30):
+        async with Client(sse_client(f"{gateway_url}/sse"), mode="legacy", cache=None) as client:
+            await _exercise(client)
+
+
+def test_healthz_reports_every_upstream(gateway_url: str):
+    health = httpx.get(f"{gateway_url}/healthz").json()
+    assert health["status"] == "ok"
+    assert health["upstreams"] == {"local": "healthy", "web": "healthy", "stream": "healthy"}
+
+
+def test_foreign_host_and_origin_are_rejected(gateway_url: str):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    bad_host = httpx.post(f"{gateway_url}/mcp", json=body, headers={**headers, "Host": "evil.example:80"})
+    assert bad_host.status_code in (400, 403, 421)
+    bad_origin = httpx.post(f"{gateway_url}/mcp", json=body, headers={**headers, "Origin": "http://evil.example"})
+    assert bad_origin.status_code == 403
+
+
+def test_oversized_request_is_refused(gateway_url: str):
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (5 * 1024 * 1024) + b'"}}'
+    response = httpx.post(
+        f"{gateway_url}/mcp", content=payload,
+        headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+    )  # fmt: skip
+    assert response.status_code == 413 and "limit" in response.json()["message"]
+
+
+def test_bearer_token_is_required_when_configured(tmp_path: Path):
+    config = write_config(tmp_path, {"local": faulty()}, mode="routed", auth_tokens=["s3cret"])
+    proc, url = start_gateway_http(config)
+    try:
+        assert httpx.post(f"{url}/mcp", json={}).status_code == 401
+        assert httpx.post(f"{url}/mcp", json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(f"{url}/healthz").status_code == 200
+
+        async def call_with_token() -> str:
+            async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret"}) as http:
+                transport = streamable_http_client(f"{url}/mcp", http_client=http)
+                async with Client(transport, mode="legacy", cache=None) as client:
+                    result = await client.call_tool("call_tool", {"name": "local__echo", "arguments": {"text": "ok"}})
+                    return text_of(result)
+
+        assert anyio.run(call_with_token) == "ok"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+def test_busy_port_is_a_clear_error(tmp_path: Path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        config = write_config(tmp_path, {}, mode="routed")
+        result = subprocess.run(
+            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
+             "--port", str(port)],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr

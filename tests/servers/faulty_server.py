@@ -1,0 +1,78 @@
+"""An upstream with every fault the gateway must survive, chosen by flags.
+
+    --garbage       print non-JSON lines on stdout before serving and on each `echo`
+    --hang-start    never answer initialize
+Tools: echo, pid (to kill the process from a test), sleep (to hang a call), grow (adds a tool and
+sends notifications/tools/list_changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--garbage", action="store_true")
+    parser.add_argument("--hang-start", action="store_true")
+    parser.add_argument("--name", default="faulty")
+    parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+
+    if args.hang_start:
+        while True:  # read nothing, answer nothing
+            time.sleep(3600)
+
+    server = MCPServer(args.name)
+
+    def garbage(text: str) -> None:
+        if args.garbage:
+            os.write(1, f"{text}\n".encode())  # fd 1 itself: the SDK shields sys.stdout
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        garbage("DEBUG: echo was called (this line is not JSON-RPC)")
+        return text
+
+    @server.tool()
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    async def sleep(seconds: float) -> str:
+        """Sleep, then answer."""
+        import anyio
+
+        await anyio.sleep(seconds)
+        return "woke up"
+
+    @server.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a tool named `name` and tell the client the tool list changed."""
+
+        def added() -> str:
+            return f"I am {name}"
+
+        server.add_tool(added, name=name, description=f"A tool added at run time: {name}")
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
+
+    garbage("Starting faulty server... (this banner is not JSON-RPC)")
+    garbage('{"jsonrpc": "2.0", "truncated')
+    garbage('{"hello": "valid JSON, but not JSON-RPC"}')
+    if args.transport == "stdio":
+        server.run()
+    else:
+        server.run(args.transport, host="127.0.0.1", port=args.port)  # type: ignore[call-overload]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Faults of real upstream processes: the gateway keeps answering and recovers."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+
+from nexus_gateway.upstream import UpstreamState
+from tests.conftest import faulty, make_config, running_gateway, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_killed_upstream_errors_within_timeout_and_is_back_within_5s(tmp_path: Path):
+    config = make_config(tmp_path, {"one": faulty(), "two": faulty()}, mode="passthrough", call_timeout=3)
+    async with running_gateway(config) as (gateway, client):
+        one = gateway.pool.get("one")
+        assert one is not None
+        pid = int(text_of(await client.call_tool("one__pid", {})))
+        os.kill(pid, signal.SIGKILL)
+        started = time.monotonic()
+        with anyio.fail_after(4):
+            failed = await client.call_tool("one__echo", {"text": "are you there?"})
+        assert failed.is_error and "one" in text_of(failed)
+        assert text_of(await client.call_tool("two__echo", {"text": "still here"})) == "still here"
+        with anyio.fail_after(5):
+            while not (one.restarts >= 1 and one.state is UpstreamState.HEALTHY):
+                await anyio.sleep(0.05)
+        recovered = await client.call_tool("one__echo", {"text": "back"})
+        assert text_of(recovered) == "back" and time.monotonic() - started < 5
+        assert int(text_of(await client.call_tool("one__pid", {}))) != pid
+
+
+async def test_hanging_call_times_out_and_the_upstream_keeps_serving(tmp_path: Path):
+    config = make_config(tmp_path, {"one": faulty()}, mode="passthrough", call_timeout=1)
+    async with running_gateway(config) as (_, client):
+        started = time.monotonic()
+        result = await client.call_tool("one__sleep", {"seconds": 30})
+        assert result.is_error and "did not answer the call to 'sleep' within 1s" in text_of(result)
+        assert time.monotonic() - started < 3
+        assert text_of(await client.call_tool("one__echo", {"text": "ok"})) == "ok"
+
+
+async def test_upstream_that_never_starts_is_unhealthy_and_blocks_nobody(tmp_path: Path):
+    config = make_config(
+        tmp_path, {"stuck": faulty("--hang-start"), "fine": faulty()}, mode="passthrough", start_timeout=1.5
+    )
+    started = time.monotonic()
+    async with running_gateway(config) as (gateway, client):
+        assert time.monotonic() - started < 6
+        stuck = gateway.pool.get("stuck")
+        assert stuck.state is not UpstreamState.HEALTHY and stuck.last_error == "did not start in time"  # type: ignore[union-attr]
+        assert text_of(await client.call_tool("fine__echo", {"text": "hi"})) == "hi"
+        result = await client.call_tool("stuck__echo", {"text": "hi"})
+        assert result.is_error and "Upstream server 'stuck' is" in text_of(result)
+
+
+async def test_upstream_printing_garbage_on_stdout_still_works(tmp_path: Path):
+    async with running_gateway(make_config(tmp_path, {"noisy": faulty("--garbage")}, mode="passthrough")) as (
+        gateway,
+        client,
+    ):
+        assert text_of(await client.call_tool("noisy__echo", {"text": "signal"})) == "signal"
+        assert gateway.pool.get("noisy").garbage_lines >= 2  # type: ignore[union-attr]
+
+
+async def test_missing_command_is_reported_clearly(tmp_path: Path):
+    servers = {"ghost": {"command": "definitely-not-a-real-command-xyz"}, "fine": faulty()}
+    async with running_gateway(make_config(tmp_path, servers, mode="passthrough")) as (gateway, client):
+        ghost = gateway.pool.get("ghost")
+        assert ghost.state is not UpstreamState.HEALTHY  # type: ignore[union-attr]
+        assert "definitely-not-a-real-command-xyz" in (ghost.last_error or "")  # type: ignore[union-attr]
+        assert len((await client.list_tools()).tools) == 4
+
+
+async def test_no_child_process_is_left_after_shutdown(tmp_path: Path):
+    me = psutil.Process()
+    before = {child.pid for child in me.children(recursive=True)}
+    async with running_gateway(make_config(tmp_path, {"a": faulty(), "b": faulty()})) as (_, client):
+        await client.list_tools()
+        assert len({child.pid for child in me.children(recursive=True)} - before) >= 2
+    left = [child for child in me.children(recursive=True) if child.pid not in before and child.is_running()]
+    assert [child for child in left if child.status() != psutil.STATUS_ZOMBIE] == []
