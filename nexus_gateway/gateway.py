@@ -34,6 +34,8 @@ from nexus_gateway.validation import validate_arguments
 logger = logging.getLogger(__name__)
 
 ChangeListener = Callable[[], Awaitable[None]]
+ToolResult = types.CallToolResult | dict[str, Any]
+"""A tools/call result: a model for the gateway's own results, wire form for forwarded upstream ones."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class Gateway:
             upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
         raise UnknownTool(name, self.catalog.close_matches(name))
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> ToolResult:
         """Serve a tools/call: a meta-tool or a namespaced upstream tool."""
         arguments = arguments or {}
         try:
@@ -151,14 +153,14 @@ class Gateway:
         except NexusError as exc:
             return error_result(str(exc))
 
-    async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any]) -> ToolResult:
         validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
         upstream = self.pool.get(record.server)
         if upstream is None:
             raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
         return await upstream.call_tool(record.upstream_name, arguments)
 
-    async def _call_meta(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _call_meta(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name == meta_tools.CALL_TOOL:
             target = str(arguments.get("name", ""))
             inner = arguments.get("arguments") or {}

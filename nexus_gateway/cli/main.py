@@ -65,7 +65,7 @@ def setup_logging(level: str) -> None:
 def run_async(main: Callable[[], Awaitable[T]]) -> T:
     """Run `main` under anyio; user errors print cleanly, SIGINT and SIGTERM shut down in order."""
     try:
-        return anyio.run(_with_signals, main)
+        return anyio.run(_with_signals, main, backend_options=_backend_options())
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     except Exception as exc:
@@ -74,6 +74,15 @@ def run_async(main: Callable[[], Awaitable[T]]) -> T:
             raise
         err.print(f"[bold red]error:[/] {escape(str(user_error))}", highlight=False)
         raise typer.Exit(2) from None
+
+
+def _backend_options() -> dict[str, Any]:
+    """uvloop when it is installed (it is, on Linux and macOS): the proxy path is event-loop bound."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
 
 
 def _user_error(exc: BaseException) -> NexusError | None:

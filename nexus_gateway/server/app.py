@@ -90,6 +90,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 logger.debug("could not notify a client session of changed tools: %s", exc)
 
     gateway.on_change(notify_tools_changed)
+    if not gateway.settings.tracing:
+        server.middleware.clear()  # the SDK's only default middleware is its OpenTelemetry span per request
     return server
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from mcp.server.stdio import stdio_server
-
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.server._pipes import stdio_streams
 from nexus_gateway.server.app import build_server, initialization_options
 
 
 async def serve_stdio(gateway: Gateway) -> None:
     server = build_server(gateway)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_streams() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, initialization_options(server))

@@ -1,0 +1,21 @@
+# nexus-gateway: the gateway and the example servers in one image.
+FROM python:3.11-slim
+
+# llama-cpp-python builds from source: a compiler and cmake are needed at build time.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential cmake git \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY nexus_gateway ./nexus_gateway
+COPY examples ./examples
+COPY compiled_schemas ./compiled_schemas
+
+ENV CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+    PYTHONUNBUFFERED=1
+RUN pip install --no-cache-dir .
+
+EXPOSE 8765
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8765/healthz', timeout=2)" || exit 1
+CMD ["nexus-gateway", "serve", "--config", "/app/examples/docker-gateway.json", "--transport", "http", "--host", "0.0.0.0", "--port", "8765"]
