@@ -1,7 +1,7 @@
 """A small MCP client for the gateway: list its tools, search, and call one.
 
-    python examples/client.py                                  # launches the gateway over stdio
-    python examples/client.py --url http://127.0.0.1:8765/mcp  # or talks to a running one over HTTP
+python examples/client.py                                  # launches the gateway over stdio
+python examples/client.py --url http://127.0.0.1:8765/mcp  # or talks to a running one over HTTP
 """
 
 from __future__ import annotations

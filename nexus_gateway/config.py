@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -106,7 +107,7 @@ class GatewayConfig:
         return {name: spec for name, spec in self.servers.items() if not spec.disabled}
 
 
-def expand_env(value: Any, environ: dict[str, str] | None = None, *, where: str = "") -> Any:
+def expand_env(value: Any, environ: Mapping[str, str] | None = None, *, where: str = "") -> Any:
     """Expand `${VAR}` and `${VAR:-default}` in every string of a JSON value."""
     env = os.environ if environ is None else environ
     if isinstance(value, str):

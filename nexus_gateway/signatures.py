@@ -93,7 +93,8 @@ def _params(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> l
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return []
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    listed = schema.get("required")
+    required: list[Any] = listed if isinstance(listed, list) else []
     ordered = [name for name in required if name in properties]
     ordered += [name for name in properties if name not in ordered]
     parts = []

@@ -233,9 +233,7 @@ class Upstream:
                 ) from exc
             raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
 
-    async def call_tool(
-        self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
-    ) -> dict[str, Any]:
+    async def call_tool(self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Call a tool; the result stays in wire form (a `CallToolResult` as a dict).
 
         The gateway forwards results, it does not read them: skipping the result model and the
@@ -243,7 +241,7 @@ class Upstream:
         """
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         async with self._request(f"the call to {tool!r}", timeout) as client:
-            return await client.session.send_request(request, _WIRE_RESULT)
+            return await client.session.send_request(request, _WIRE_RESULT)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:

@@ -45,7 +45,7 @@ async def run_proxy_bench(calls: int = 500, warmup: int = 50) -> dict[str, Any]:
             Client(gateway_params, mode="legacy", cache=None) as gateway,
         ):
             await gateway.list_tools()
-            targets = [(direct, "echo", []), (gateway, "echo__echo", [])]
+            targets: list[tuple[Client, str, list[float]]] = [(direct, "echo", []), (gateway, "echo__echo", [])]
             for i in range(warmup + calls):
                 for client, tool, samples in targets if i % 2 else reversed(targets):
                     start = time.perf_counter()

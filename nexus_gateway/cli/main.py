@@ -21,7 +21,7 @@ from rich.table import Table
 
 from nexus_gateway import __version__
 from nexus_gateway.cli import bench, import_claude
-from nexus_gateway.config import GatewayConfig, load_config
+from nexus_gateway.config import GatewayConfig, StdioServer, load_config
 from nexus_gateway.errors import NexusError
 
 app = typer.Typer(
@@ -241,10 +241,10 @@ def config_check(
     for column in ("server", "transport", "target", "enabled"):
         table.add_column(column)
     for name, spec in cfg.servers.items():
-        if hasattr(spec, "command"):
-            transport, target = "stdio", " ".join([spec.command, *spec.args])  # type: ignore[union-attr]
+        if isinstance(spec, StdioServer):
+            transport, target = "stdio", " ".join([spec.command, *spec.args])
         else:
-            transport, target = spec.transport, spec.url  # type: ignore[union-attr]
+            transport, target = spec.transport, spec.url
         table.add_row(name, transport, escape(target), "no" if spec.disabled else "yes")
     out.print(table)
     out.print(
