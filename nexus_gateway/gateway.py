@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ import mcp_types as types
 from nexus_gateway import meta_tools
 from nexus_gateway.catalog import SEPARATOR, Catalog, DescriptionLedger, ToolRecord, namespaced_name
 from nexus_gateway.config import GatewayConfig
-from nexus_gateway.errors import NexusError, UnknownTool, UpstreamUnavailable
+from nexus_gateway.errors import ArgumentsInvalid, NexusError, UnknownTool, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.metrics import Metrics
 from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.signatures import signature
@@ -73,6 +75,7 @@ class Gateway:
         self._template_prefixes: list[tuple[str, str]] = []
         self._last_mode: str | None = None
         self._ready = False
+        self.metrics = Metrics()
 
     async def __aenter__(self) -> Gateway:
         await self.pool.__aenter__()
@@ -154,11 +157,27 @@ class Gateway:
             return error_result(str(exc))
 
     async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any]) -> ToolResult:
-        validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
-        upstream = self.pool.get(record.server)
-        if upstream is None:
-            raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
-        return await upstream.call_tool(record.upstream_name, arguments)
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
+            upstream = self.pool.get(record.server)
+            if upstream is None:
+                raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
+            result = await upstream.call_tool(record.upstream_name, arguments)
+            outcome = "tool_error" if result.get("isError") else "ok"
+            return result
+        except ArgumentsInvalid:
+            outcome = "invalid_arguments"
+            raise
+        except UpstreamUnavailable:
+            outcome = "unavailable"
+            raise
+        except UpstreamTimeout:
+            outcome = "timeout"
+            raise
+        finally:
+            self.metrics.observe_call(record.server, outcome, time.perf_counter() - started)
 
     async def _call_meta(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name == meta_tools.CALL_TOOL:
@@ -173,6 +192,7 @@ class Gateway:
                 return error_result("search_tools needs a non-empty 'query': say what you want to do.")
             k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
             results = self.search(query, k)
+            self.metrics.searches += 1
             lines = [result.signature for result in results] or [f"No tool matches {query!r}; try other words."]
             structured = {"tools": [result.__dict__ for result in results]}
             return types.CallToolResult(

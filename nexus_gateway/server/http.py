@@ -1,4 +1,4 @@
-"""The gateway over HTTP: streamable HTTP at `/mcp`, SSE at `/sse` + `/messages/`, and `/healthz`.
+"""The gateway over HTTP: streamable HTTP at `/mcp`, SSE at `/sse` + `/messages/`, `/healthz`, `/metrics`.
 
 Binds 127.0.0.1 unless told otherwise. Host and Origin headers are checked (DNS-rebinding
 protection), bearer tokens are required when configured, and request bodies are capped.
@@ -16,7 +16,7 @@ from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -107,10 +107,16 @@ def build_http_app(gateway: Gateway) -> Starlette:
         }
         return JSONResponse(body)
 
+    async def metrics(request: Request) -> Response:
+        up = {status.name: status.state is UpstreamState.HEALTHY for status in gateway.pool.statuses()}
+        text = gateway.metrics.render(up, len(gateway.catalog))
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
     routes: list[Route | Mount] = [
         Route("/sse", endpoint=handle_sse, methods=["GET"]),
         Mount("/messages/", app=sse.handle_post_message),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
+        Route("/metrics", endpoint=metrics, methods=["GET"]),
     ]
     app = server.streamable_http_app(
         streamable_http_path="/mcp",

@@ -1,5 +1,6 @@
 """The gateway over HTTP: streamable HTTP and SSE, in both directions, with its guards."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,21 @@ def test_healthz_reports_every_upstream(gateway_url: str):
     health = httpx.get(f"{gateway_url}/healthz").json()
     assert health["status"] == "ok"
     assert health["upstreams"] == {"local": "healthy", "web": "healthy", "stream": "healthy"}
+
+
+def test_metrics_count_calls_by_server_and_outcome(gateway_url: str):
+    async def call() -> None:
+        async with Client(f"{gateway_url}/mcp", mode="legacy", cache=None) as client:
+            await client.call_tool("web__echo", {"text": "counted"})
+            await client.call_tool("web__echo", {"wrong": "arguments"})
+
+    anyio.run(call)
+    metrics = httpx.get(f"{gateway_url}/metrics").text
+    assert 'nexus_upstream_up{server="stream"} 1' in metrics
+    ok = re.search(r'nexus_tool_calls_total\{server="web",outcome="ok"\} (\d+)', metrics)
+    invalid = re.search(r'nexus_tool_calls_total\{server="web",outcome="invalid_arguments"\} (\d+)', metrics)
+    assert ok and int(ok.group(1)) >= 1 and invalid and int(invalid.group(1)) >= 1
+    assert 'nexus_tool_call_seconds_count{server="web"}' in metrics
 
 
 def test_foreign_host_and_origin_are_rejected(gateway_url: str):
