@@ -38,6 +38,8 @@ class _Entry(BaseModel):
     disabled: bool = False
     call_timeout: float | None = Field(default=None, gt=0)
     """Per-call timeout in seconds for this server; the gateway's `call_timeout` when unset."""
+    start_timeout: float | None = Field(default=None, gt=0)
+    """Seconds this server gets to connect and list its tools; the gateway's `start_timeout` when unset."""
 
 
 class StdioServer(_Entry):

@@ -76,6 +76,7 @@ class Upstream:
         self.spec = spec
         self.settings = settings
         self.call_timeout = spec.call_timeout or settings.call_timeout
+        self.start_timeout = spec.start_timeout or settings.start_timeout
         self.tools: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
         self.resource_templates: list[dict[str, Any]] = []
@@ -130,7 +131,7 @@ class Upstream:
         # One scope around the whole connection: its deadline bounds the start, then is lifted.
         # (A timeout scope around entering the client alone would be exited before the client's
         # task group, which anyio forbids.)
-        with anyio.CancelScope(deadline=anyio.current_time() + self.settings.start_timeout) as start_scope:
+        with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as start_scope:
             watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
             async with Client(watched, mode="legacy", cache=None, message_handler=self._on_message) as client:
                 await self._refresh(client)
@@ -159,7 +160,7 @@ class Upstream:
             await self._relist.wait()
             self._relist = anyio.Event()
             try:
-                with anyio.fail_after(self.settings.start_timeout):
+                with anyio.fail_after(self.start_timeout):
                     await self._refresh(client)
             except (MCPError, TimeoutError) as exc:
                 logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc))
@@ -171,7 +172,7 @@ class Upstream:
             return stdio_client(params, errlog=sys.stderr)
         assert isinstance(spec, RemoteServer)
         if spec.transport == "sse":
-            return sse_client(spec.url, headers=spec.headers or None, timeout=self.settings.start_timeout)
+            return sse_client(spec.url, headers=spec.headers or None, timeout=self.start_timeout)
         return _streamable_http(spec.url, spec.headers)
 
     async def _refresh(self, client: Client) -> None:
