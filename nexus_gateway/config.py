@@ -82,6 +82,9 @@ class NexusSettings(BaseModel):
     restart_backoff_initial: float = Field(default=0.25, gt=0)
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
+    embedder: str = "default"
+    """`default` (all-MiniLM-L6-v2 int8, offline), `hashing`, `gguf:/path/to/embedding-model.gguf`, or `bm25`."""
+    fusion: Literal["linear", "rrf", "dense", "lexical"] = "linear"
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth_tokens: list[str] = Field(default_factory=list)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import mcp_types as types
 
 from nexus_gateway import meta_tools
@@ -27,7 +29,7 @@ from nexus_gateway.catalog import SEPARATOR, Catalog, DescriptionLedger, ToolRec
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.errors import ArgumentsInvalid, NexusError, UnknownTool, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.metrics import Metrics
-from nexus_gateway.routing.bm25 import BM25Retriever
+from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.signatures import signature
 from nexus_gateway.upstream import Upstream, UpstreamPool
@@ -68,13 +70,16 @@ class Gateway:
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
         self.catalog = Catalog(DescriptionLedger(state / "descriptions.json"))
-        self.retriever: Retriever = retriever or BM25Retriever()
+        self.retriever: Retriever = retriever or build_retriever(
+            self.settings.embedder, state, method=self.settings.fusion
+        )
         self.pool = UpstreamPool(config, self._on_listing)
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
         self._template_prefixes: list[tuple[str, str]] = []
         self._last_mode: str | None = None
         self._ready = False
+        self._index_limiter = anyio.CapacityLimiter(1)
         self.metrics = Metrics()
 
     async def __aenter__(self) -> Gateway:
@@ -97,7 +102,7 @@ class Gateway:
     async def _on_listing(self, upstream: Upstream) -> None:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
-            self.retriever.index(list(self.catalog))
+            await anyio.to_thread.run_sync(self.retriever.index, list(self.catalog), limiter=self._index_limiter)
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
@@ -127,14 +132,18 @@ class Gateway:
         pinned = [record.to_wire() for name in self.settings.pinned if (record := self.catalog.get(name))]
         return meta_tools.definitions(len(self.catalog), servers) + pinned
 
-    def search(self, query: str, k: int | None = None) -> list[SearchResult]:
-        hits = self.retriever.search(query, k or self.settings.search_k)
+    async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
+        """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
+        want = k or self.settings.search_k
+        hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
+        tau = getattr(self.retriever, "tau", math.inf)
+        automatic = bool(hits) and (len(hits) == 1 or hits[0].score - hits[1].score >= tau)
         results = []
-        for hit in hits:
+        for rank, hit in enumerate(hits[:want]):
             record = self.catalog.get(hit.name)
             if record is not None:
                 sig = signature(record.name, record.description, record.input_schema)
-                results.append(SearchResult(record.name, sig, round(hit.score, 4), automatic=False))
+                results.append(SearchResult(record.name, sig, round(hit.score, 4), automatic=automatic and rank == 0))
         return results
 
     def resolve(self, name: str) -> ToolRecord:
@@ -191,7 +200,7 @@ class Gateway:
             if not query:
                 return error_result("search_tools needs a non-empty 'query': say what you want to do.")
             k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
-            results = self.search(query, k)
+            results = await self.search(query, k)
             self.metrics.searches += 1
             lines = [result.signature for result in results] or [f"No tool matches {query!r}; try other words."]
             structured = {"tools": [result.__dict__ for result in results]}

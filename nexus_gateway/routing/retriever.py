@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from nexus_gateway.catalog import ToolRecord
 
@@ -23,13 +24,26 @@ class Retriever(Protocol):
     def search(self, query: str, k: int) -> list[Hit]: ...
 
 
-def tool_text(record: ToolRecord) -> str:
-    """What a retriever reads of a tool: its names, description and parameter names and descriptions."""
-    parts = [record.upstream_name.replace("_", " ").replace("-", " "), record.server, record.description]
-    properties = record.input_schema.get("properties")
-    if isinstance(properties, dict):
-        for name, spec in properties.items():
-            parts.append(name.replace("_", " "))
-            if isinstance(spec, dict) and isinstance(spec.get("description"), str):
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def words_of(identifier: str) -> str:
+    """`getCurrentTime`, `get_current_time` and `get-current-time` all read `get current time`."""
+    return _CAMEL.sub(" ", identifier).replace("_", " ").replace("-", " ").replace(".", " ").strip()
+
+
+def index_text(name: str, description: str, schema: Mapping[str, Any] | None, server: str = "") -> str:
+    """What a retriever reads of a tool: its name and server in words, its description, and its
+    parameters' names and descriptions."""
+    parts = [words_of(name), words_of(server), description]
+    properties = (schema or {}).get("properties")
+    if isinstance(properties, Mapping):
+        for param, spec in properties.items():
+            parts.append(words_of(param))
+            if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
                 parts.append(spec["description"])
     return " ".join(part for part in parts if part)
+
+
+def tool_text(record: ToolRecord) -> str:
+    return index_text(record.upstream_name, record.description, record.input_schema, record.server)

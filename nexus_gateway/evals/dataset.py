@@ -1,0 +1,88 @@
+"""Evaluation sets: `tools.json` (MCP Tool objects) and `cases.jsonl`, and how values are compared.
+
+Names are kept exactly as given (sets may use names MCP would not allow). In a case's `arguments`, each
+parameter maps to its acceptable values; `""` among them means the parameter may be omitted. Values
+compare as numbers when both parse as numbers, else as strings, case-insensitively after trimming.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexus_gateway.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    query: str
+    tool: str
+    arguments: dict[str, list[Any]] | None = None
+
+
+def load_tools(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read tools ({exc})") from None
+    if not isinstance(data, list) or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in data):
+        raise ConfigError(f"{path}: expected a JSON array of tool objects with a 'name'")
+    return data
+
+
+def load_cases(path: Path, limit: int | None = None) -> list[Case]:
+    cases = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read cases ({exc.strerror})") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            cases.append(Case(str(raw["id"]), str(raw["query"]), str(raw["tool"]), raw.get("arguments")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}:{number}: not a case ({exc})") from None
+        if limit is not None and len(cases) >= limit:
+            break
+    return cases
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def value_matches(acceptable: list[Any], actual: Any) -> bool:
+    for expected in acceptable:
+        a, b = _as_number(expected), _as_number(actual)
+        if a is not None and b is not None:
+            if a == b:
+                return True
+            continue
+        if isinstance(actual, dict | list) or isinstance(expected, dict | list):
+            if json.dumps(actual, sort_keys=True) == json.dumps(expected, sort_keys=True):
+                return True
+            continue
+        if str(expected).strip().lower() == str(actual).strip().lower():
+            return True
+    return False
+
+
+def arguments_match(expected: dict[str, list[Any]], actual: dict[str, Any]) -> bool:
+    """Every gold parameter is present with an acceptable value, or absent where `""` allows it."""
+    for name, acceptable in expected.items():
+        if name not in actual:
+            if "" not in acceptable:
+                return False
+        elif not value_matches(acceptable, actual[name]):
+            return False
+    return True

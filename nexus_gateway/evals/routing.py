@@ -1,0 +1,144 @@
+"""Routing evaluation: for each case, the gold tool among N-1 seeded distractors; top-1, recall@5, gate.
+
+Everything is embedded once (tools in a batch, queries in a batch); each candidate set then takes rows
+of the quantized tool matrix and BM25 statistics of its own candidates, exactly what the gateway's
+index holds for a catalog of that size.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nexus_gateway.evals.dataset import Case
+from nexus_gateway.routing.bm25 import tokenize
+from nexus_gateway.routing.embedders import Embedder
+from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
+from nexus_gateway.routing.gate import gate_stats
+from nexus_gateway.routing.retriever import index_text
+from nexus_gateway.routing.slb import SemanticLookasideBuffer
+
+K1, B = 1.2, 0.75
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Scored:
+    gold_rank: int
+    """1-based rank of the gold tool."""
+    margin: float
+
+
+class _Pool:
+    """Every tool once: index text, INT8 vector, BM25 term counts."""
+
+    def __init__(self, tools: Sequence[dict[str, Any]], embedder: Embedder) -> None:
+        self.names = [tool["name"] for tool in tools]
+        self.position = {name: i for i, name in enumerate(self.names)}
+        texts = [
+            index_text(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", "")) for t in tools
+        ]
+        self.slb = SemanticLookasideBuffer(embedder)
+        self.slb.sync(self.names, texts)
+        self.matrix = self.slb.codes.astype(np.float32) * self.slb.scales[:, None]
+        self.terms = [Counter(tokenize(text)) for text in texts]
+        self.lengths = np.array([sum(terms.values()) for terms in self.terms], dtype=np.float64)
+
+    def bm25(self, query_terms: list[str], candidates: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(candidates))
+        lengths = self.lengths[candidates]
+        norm = K1 * (1 - B + B * lengths / (lengths.mean() or 1.0))
+        for term in set(query_terms):
+            tf = np.fromiter((self.terms[c].get(term, 0) for c in candidates), dtype=np.float64, count=len(candidates))
+            df = int(np.count_nonzero(tf))
+            if df:
+                idf = np.log(1 + (len(candidates) - df + 0.5) / (df + 0.5))
+                scores += idf * tf * (K1 + 1) / (tf + norm)
+        return scores
+
+
+def _candidates(gold: int, pool_size: int, size: int, rng: random.Random) -> np.ndarray:
+    others = rng.sample(range(pool_size - 1), min(size, pool_size) - 1)
+    return np.array([gold] + [o + (o >= gold) for o in others], dtype=np.int64)
+
+
+def score_cases(
+    pool: _Pool, cases: Sequence[Case], queries: np.ndarray, size: int, seed: int, method: FusionMethod
+) -> list[Scored]:
+    scored = []
+    for i, case in enumerate(cases):
+        rng = random.Random(f"{seed}:{size}:{i}")
+        candidates = _candidates(pool.position[case.tool], len(pool.names), size, rng)
+        dense = pool.matrix[candidates] @ queries[i]
+        lexical = pool.bm25(tokenize(case.query), candidates)
+        fused = fuse(dense, lexical, method)
+        best = top_k(fused, 2)
+        margin = float(fused[best[0]] - fused[best[1]]) if len(best) > 1 else float("inf")
+        scored.append(Scored(int(np.count_nonzero(fused >= fused[0])), margin))  # ties count against gold
+    return scored
+
+
+def _scan_us(pool: _Pool, queries: np.ndarray, size: int, rng: random.Random) -> float:
+    rows = rng.sample(range(len(pool.names)), min(size, len(pool.names)))
+    slb = SemanticLookasideBuffer(pool.slb.embedder)
+    slb.names, slb.hashes = [pool.names[r] for r in rows], [pool.slb.hashes[r] for r in rows]
+    slb.codes, slb.scales = pool.slb.codes[rows], pool.slb.scales[rows]
+    slb._rebuild()
+    samples = []
+    for query in queries[:200]:
+        start = time.perf_counter_ns()
+        slb.scan(query)
+        samples.append(time.perf_counter_ns() - start)
+    return round(statistics.median(samples) / 1000, 2)
+
+
+def evaluate_routing(
+    tools: Sequence[dict[str, Any]],
+    cases: Sequence[Case],
+    sizes: Sequence[int],
+    embedder: Embedder,
+    *,
+    seed: int = 0,
+    method: FusionMethod = "linear",
+    tau: float = float("inf"),
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The `eval routing` report (DESIGN.md format), plus the margins for calibration."""
+    names = {tool["name"] for tool in tools}
+    unknown = sorted({case.tool for case in cases} - names)
+    if unknown:
+        raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
+    pool = _Pool(tools, embedder)
+    queries = embedder.embed_batch([case.query for case in cases])
+    embed_ms = []
+    for case in cases[:50]:
+        start = time.perf_counter_ns()
+        embedder.embed_batch([case.query])
+        embed_ms.append((time.perf_counter_ns() - start) / 1e6)
+    report: dict[str, Any] = {"n_cases": len(cases), "sizes": {}, "scan_us_p50": {}}
+    report["embed_ms_p50"] = round(statistics.median(embed_ms), 3) if embed_ms else None
+    rng = random.Random(seed)
+    for done, size in enumerate(sizes):
+        if progress:
+            progress(f"N = {size}", done, len(sizes))
+        scored = score_cases(pool, cases, queries, size, seed, method)
+        correct = [s.gold_rank == 1 for s in scored]
+        coverage, precision = gate_stats([s.margin for s in scored], correct, tau)
+        report["sizes"][str(size)] = {
+            "top1": round(sum(correct) / len(scored), 4),
+            "recall@5": round(sum(s.gold_rank <= 5 for s in scored) / len(scored), 4),
+            "auto_coverage": round(coverage, 4),
+            "auto_precision": round(precision, 4),
+        }
+        report["scan_us_p50"][str(size)] = _scan_us(pool, queries, size, rng)
+    report["embedder"] = embedder.name
+    report["fusion"] = method
+    report["tau"] = tau
+    return report

@@ -1,0 +1,147 @@
+"""The semantic lookaside buffer: one INT8 vector per tool in one dense matrix, scanned in one call.
+
+Each tool's embedding is quantized per vector (int8 codes and one float scale), which is what is kept
+and persisted: 4x smaller than float32, and a restart re-embeds nothing. The scan works on the
+dequantized matrix (codes x scale, cached as float32): one BLAS matrix-vector product for catalogs up
+to `FAISS_ABOVE` tools, a faiss inner-product index above that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from nexus_gateway.routing.embedders import Embedder
+
+logger = logging.getLogger(__name__)
+
+FAISS_ABOVE = 4096
+_FORMAT = 1
+
+
+_blas_limited = False
+
+
+def _limit_blas_threads() -> None:
+    """One BLAS thread: a scan is one small matrix-vector product, and on a busy machine BLAS worker
+    threads turn microseconds into milliseconds (measured: 1000 tools, 23 us on one thread, up to 8 ms on two)."""
+    global _blas_limited
+    if not _blas_limited:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        _blas_limited = True
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-vector symmetric INT8: codes in [-127, 127] and one scale per row."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    peak = np.abs(vectors).max(axis=1) if len(vectors) else np.zeros(0, dtype=np.float32)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+def text_hash(text: str, embedder_name: str) -> str:
+    return hashlib.sha256(f"{embedder_name}\0{text}".encode()).hexdigest()[:16]
+
+
+class SemanticLookasideBuffer:
+    def __init__(self, embedder: Embedder) -> None:
+        _limit_blas_threads()
+        self.embedder = embedder
+        self.names: list[str] = []
+        self.hashes: list[str] = []
+        self.codes = np.zeros((0, embedder.dim), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
+        self._matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._faiss: object | None = None
+        self.embedded_last_sync = 0
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def fork(self) -> SemanticLookasideBuffer:
+        """A buffer with the same vectors, to sync while this one keeps serving scans."""
+        twin = SemanticLookasideBuffer(self.embedder)
+        twin.names, twin.hashes, twin.codes, twin.scales = self.names, self.hashes, self.codes, self.scales
+        twin._rebuild()
+        return twin
+
+    def sync(self, names: Sequence[str], texts: Sequence[str]) -> None:
+        """Make the buffer hold exactly these tools, embedding only texts it has not seen."""
+        known = {(name, digest): row for row, (name, digest) in enumerate(zip(self.names, self.hashes, strict=True))}
+        hashes = [text_hash(text, self.embedder.name) for text in texts]
+        missing = [i for i, key in enumerate(zip(names, hashes, strict=True)) if key not in known]
+        codes = np.zeros((len(names), self.embedder.dim), dtype=np.int8)
+        scales = np.zeros(len(names), dtype=np.float32)
+        for i, key in enumerate(zip(names, hashes, strict=True)):
+            if (row := known.get(key)) is not None:
+                codes[i], scales[i] = self.codes[row], self.scales[row]
+        if missing:
+            new_codes, new_scales = quantize(self.embedder.embed_batch([texts[i] for i in missing]))
+            codes[missing], scales[missing] = new_codes, new_scales
+        self.embedded_last_sync = len(missing)
+        self.names, self.hashes, self.codes, self.scales = list(names), hashes, codes, scales
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._matrix = self.codes.astype(np.float32) * self.scales[:, None]
+        self._faiss = None
+        if len(self.names) > FAISS_ABOVE:
+            import faiss
+
+            index = faiss.IndexFlatIP(self.embedder.dim)
+            index.add(self._matrix)
+            self._faiss = index
+
+    def scan(self, query: np.ndarray) -> np.ndarray:
+        """Inner product of `query` (a unit vector) with every tool vector, in buffer order."""
+        if self._faiss is not None:
+            index = self._faiss
+            scores, ids = index.search(query[None, :].astype(np.float32), len(self.names))  # type: ignore[attr-defined]
+            out = np.empty(len(self.names), dtype=np.float32)
+            out[ids[0]] = scores[0]
+            return out
+        return self._matrix @ query
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed_batch([text])[0]
+
+    # -- persistence ---------------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(
+            tmp,
+            format=np.int32(_FORMAT),
+            embedder=np.str_(self.embedder.name),
+            names=np.asarray(self.names, dtype=np.str_),
+            hashes=np.asarray(self.hashes, dtype=np.str_),
+            codes=self.codes,
+            scales=self.scales,
+        )
+        tmp.replace(path)
+
+    def load(self, path: Path) -> bool:
+        """Load a saved buffer if it was made by the same embedder; False (and nothing loaded) otherwise."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if int(data["format"]) != _FORMAT or str(data["embedder"]) != self.embedder.name:
+                    return False
+                codes = data["codes"]
+                if codes.ndim != 2 or codes.shape[1] != self.embedder.dim:
+                    return False
+                self.names = [str(name) for name in data["names"]]
+                self.hashes = [str(digest) for digest in data["hashes"]]
+                self.codes, self.scales = codes.astype(np.int8), data["scales"].astype(np.float32)
+        except (OSError, ValueError, KeyError) as exc:
+            logger.warning("ignoring unreadable index %s: %s", path, exc)
+            return False
+        self._rebuild()
+        return True
