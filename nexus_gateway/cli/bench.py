@@ -9,8 +9,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from nexus_gateway.cli import engine as engine_cli
+
 app = typer.Typer(help="Benchmarks (JSON output; compare ratios measured in the same run).", no_args_is_help=True)
 out = Console()
+app.command("fidelity")(engine_cli.fidelity)
+app.command("ttft")(engine_cli.ttft)
 
 
 @app.command()
@@ -26,4 +30,33 @@ def proxy(
     text = json.dumps(result, indent=2)
     if json_out:
         json_out.write_text(text + "\n")
+    out.print_json(text)
+
+
+@app.command()
+def routing(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
+    tools: Annotated[list[Path], typer.Option(help="tools.json files whose texts fill the index.")] = [],  # noqa: B006
+    embedder: Annotated[str, typer.Option(help="default | hashing | gguf:PATH")] = "default",
+    max_tools: Annotated[int, typer.Option(help="Largest catalog size.")] = 10000,
+) -> None:
+    """Scan latency against catalog size (10 to 10,000 tools), query embedding latency, build time, memory."""
+    from nexus_gateway.bench.routing import SIZES, plot, run_routing_bench
+    from nexus_gateway.evals.dataset import load_tools
+    from nexus_gateway.routing.embedders import make_embedder
+    from nexus_gateway.routing.retriever import index_text
+
+    texts = [
+        index_text(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", ""))
+        for path in tools
+        for t in load_tools(path)
+    ]
+    sizes = [size for size in SIZES if size <= max_tools]
+    result = run_routing_bench(make_embedder(embedder), texts, sizes)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    if plot_out:
+        plot(result, plot_out)
     out.print_json(text)

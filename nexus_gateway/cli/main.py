@@ -20,7 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
-from nexus_gateway.cli import bench, import_claude
+from nexus_gateway.cli import bench, evals, import_claude
+from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.config import GatewayConfig, StdioServer, load_config
 from nexus_gateway.errors import NexusError
 
@@ -33,6 +34,10 @@ app = typer.Typer(
 config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(bench.app, name="bench")
+app.add_typer(evals.eval_app, name="eval")
+app.add_typer(evals.calibrate_app, name="calibrate")
+evals.calibrate_app.command("splice")(engine_cli.calibrate_splice)
+app.command("compile")(engine_cli.compile_command)
 app.command("import-claude")(import_claude.import_claude)
 
 err = Console(stderr=True)

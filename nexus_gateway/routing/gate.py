@@ -28,6 +28,7 @@ class Calibration:
     embedder: str
     size: int
     """Candidate-set size the margins were measured at."""
+    fusion: str = "linear"
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,160 @@
+"""`nexus-gateway eval routing` and `nexus-gateway calibrate routing`."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from nexus_gateway.errors import ConfigError
+
+eval_app = typer.Typer(help="Evaluate on labelled sets (tools.json + cases.jsonl).", no_args_is_help=True)
+calibrate_app = typer.Typer(help="Calibrate thresholds on labelled sets.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+ToolsOption = Annotated[Path, typer.Option("--tools", help="tools.json: a JSON array of MCP Tool objects.")]
+CasesOption = Annotated[Path, typer.Option("--cases", help="cases.jsonl: {id, query, tool, arguments?} a line.")]
+EmbedderOption = Annotated[str, typer.Option(help="default | hashing | gguf:PATH | bm25")]
+FusionOption = Annotated[str, typer.Option(help="linear | rrf | dense | lexical")]
+LimitOption = Annotated[int | None, typer.Option(help="Evaluate a seeded random sample of this many cases.")]
+
+
+def _load(tools: Path, cases: Path, distractors: list[Path], limit: int | None, seed: int) -> tuple[list, list]:
+    from nexus_gateway.evals.dataset import load_cases, load_tools
+
+    pool = load_tools(tools)
+    seen = {tool["name"] for tool in pool}
+    for path in distractors:
+        for tool in load_tools(path):
+            if tool["name"] not in seen:
+                seen.add(tool["name"])
+                pool.append(tool)
+    loaded = load_cases(cases)
+    if limit is not None and limit < len(loaded):
+        loaded = random.Random(seed).sample(loaded, limit)  # cases files are often grouped by tool
+    return pool, loaded
+
+
+def _embedder(spec: str) -> Any:
+    from nexus_gateway.routing.embedders import make_embedder
+
+    return make_embedder("hashing" if spec == "bm25" else spec)
+
+
+def _run(tools: Path, cases: Path, distractors: list[Path], sizes: list[int], **kw: Any) -> dict[str, Any]:
+    from nexus_gateway.evals.routing import evaluate_routing
+
+    pool, loaded = _load(tools, cases, distractors, kw.pop("limit"), kw["seed"])
+    embedder = _embedder(kw.pop("embedder_spec"))
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"routing {len(loaded)} cases among {len(pool)} tools", total=len(sizes))
+
+        def advance(label: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, description=f"routing {len(loaded)} cases, {label}")
+
+        return evaluate_routing(pool, loaded, sizes, embedder, progress=advance, **kw)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise typer.BadParameter("a comma-separated list of integers, e.g. 10,50,250", param_hint="--sizes") from None
+    if not sizes or min(sizes) < 2:
+        raise typer.BadParameter("sizes must be at least 2", param_hint="--sizes")
+    return sizes
+
+
+def _default_tau(embedder_spec: str, fusion: str) -> float:
+    from nexus_gateway.routing.gate import Calibration
+    from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
+
+    if not DEFAULT_CALIBRATION.exists():
+        return float("inf")
+    calibration = Calibration.load(DEFAULT_CALIBRATION)
+    same = calibration.embedder == _embedder(embedder_spec).name and calibration.fusion == fusion
+    return calibration.tau if same else float("inf")
+
+
+@eval_app.command("routing")
+def eval_routing(
+    tools: ToolsOption,
+    cases: CasesOption,
+    distractors: Annotated[list[Path], typer.Option(help="More tools.json files to draw distractors from.")] = [],  # noqa: B006
+    sizes: Annotated[str, typer.Option(help="Candidate-set sizes N.")] = "10,50,100,250,1000",
+    seed: Annotated[int, typer.Option(help="Seed for distractors and sampling.")] = 0,
+    limit: LimitOption = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here.")] = None,
+    embedder: EmbedderOption = "default",
+    fusion: FusionOption = "linear",
+    tau: Annotated[float | None, typer.Option(help="Margin gate threshold [default: the shipped calibration].")] = None,
+) -> None:
+    """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate."""
+    method = "lexical" if embedder == "bm25" else fusion
+    try:
+        threshold = tau if tau is not None else _default_tau(embedder, method)
+        report = _run(tools, cases, distractors, _sizes(sizes), seed=seed, limit=limit, embedder_spec=embedder,
+                      method=method, tau=threshold)  # fmt: skip
+    except (ConfigError, ValueError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    table = Table(title=f"routing: {report['n_cases']} cases, {report['embedder']}, {method}", title_justify="left")
+    for column in ("N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"):
+        table.add_column(column, justify="right")
+    for size, row in report["sizes"].items():
+        table.add_row(size, f"{row['top1']:.1%}", f"{row['recall@5']:.1%}", f"{row['auto_coverage']:.1%}",
+                      f"{row['auto_precision']:.1%}", f"{report['scan_us_p50'][size]:.1f}")  # fmt: skip
+    out.print(table)
+    out.print(f"query embedding p50: {report['embed_ms_p50']} ms; gate tau: {report['tau']}")
+    if json_out:
+        json_out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+@calibrate_app.command("routing")
+def calibrate_routing(
+    tools: ToolsOption,
+    cases: CasesOption,
+    target_precision: Annotated[float, typer.Option(min=0.5, max=1.0)] = 0.98,
+    size: Annotated[int, typer.Option(help="Candidate-set size the margins are measured at.")] = 250,
+    distractors: Annotated[list[Path], typer.Option(help="More tools.json files for distractors.")] = [],  # noqa: B006
+    seed: int = 0,
+    limit: LimitOption = None,
+    embedder: EmbedderOption = "default",
+    fusion: FusionOption = "linear",
+    out_path: Annotated[
+        Path | None, typer.Option("--out", help="Where to store it [default: the shipped calibration file].")
+    ] = None,
+) -> None:
+    """Choose the margin gate's tau: the smallest margin whose automatic decisions reach the target precision."""
+    from nexus_gateway.evals.routing import _Pool, score_cases
+    from nexus_gateway.routing.gate import Calibration, calibrate_tau
+    from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
+
+    try:
+        pool_tools, loaded = _load(tools, cases, distractors, limit, seed)
+        model = _embedder(embedder)
+        pool = _Pool(pool_tools, model)
+        queries = model.embed_batch([case.query for case in loaded])
+        scored = score_cases(pool, loaded, queries, size, seed, fusion)  # type: ignore[arg-type]
+    except (ConfigError, ValueError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    margins, correct = [s.margin for s in scored], [s.gold_rank == 1 for s in scored]
+    tau, precision, coverage = calibrate_tau(margins, correct, target_precision)
+    calibration = Calibration(
+        tau=round(tau, 6), target_precision=target_precision, precision=round(precision, 4),
+        coverage=round(coverage, 4), n_cases=len(loaded), embedder=model.name, size=size, fusion=fusion,
+    )  # fmt: skip
+    target = out_path or DEFAULT_CALIBRATION
+    calibration.save(target)
+    out.print(
+        f"tau = {calibration.tau} at N = {size}: automatic on {coverage:.1%} of {len(loaded)} cases with "
+        f"precision {precision:.1%} (target {target_precision:.0%}); written to {target}"
+    )
