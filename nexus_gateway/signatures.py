@@ -90,17 +90,20 @@ def type_expr(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0
 
 
 def _params(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> list[str]:
+    """Top-level parameters all appear; inside nested objects only required fields do, and `...` marks
+    the optional ones left out (describe_tool shows them)."""
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return []
     listed = schema.get("required")
     required: list[Any] = listed if isinstance(listed, list) else []
     ordered = [name for name in required if name in properties]
-    ordered += [name for name in properties if name not in ordered]
-    parts = []
-    for name in ordered:
-        mark = "" if name in required else "?"
-        parts.append(f"{name}{mark}: {type_expr(properties[name], root, depth)}")
+    optional = [name for name in properties if name not in ordered]
+    parts = [f"{name}: {type_expr(properties[name], root, depth)}" for name in ordered]
+    if depth == 0:
+        parts += [f"{name}?: {type_expr(properties[name], root, depth)}" for name in optional]
+    elif optional:
+        parts.append("...")
     return parts
 
 
@@ -116,7 +119,7 @@ def shorten(text: str, max_words: int) -> str:
     return " ".join(words[:max_words]) + "..."
 
 
-def signature(name: str, description: str, input_schema: Mapping[str, Any] | None, *, max_words: int = 14) -> str:
+def signature(name: str, description: str, input_schema: Mapping[str, Any] | None, *, max_words: int = 12) -> str:
     """One line a model can call the tool from: name, typed parameters, a short description."""
     schema = input_schema or {}
     params = ", ".join(_params(schema, schema, 0))

@@ -60,3 +60,24 @@ def routing(
     if plot_out:
         plot(result, plot_out)
     out.print_json(text)
+
+
+@app.command()
+def context(
+    tools: Annotated[Path, typer.Option(help="tools.json (wire form, names namespaced) to measure.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    model: Annotated[str | None, typer.Option(help="GGUF whose tokenizer counts [default: the bundled model].")] = None,
+) -> None:
+    """Tokens of tools/list in routed against passthrough mode, and compressed-signature lengths."""
+    from nexus_gateway.bench.context import context_cost
+    from nexus_gateway.engine.llama import LlamaModel
+    from nexus_gateway.engine.model import resolve_model
+    from nexus_gateway.evals.dataset import load_tools
+
+    with LlamaModel(resolve_model(model).path) as llama:
+        result = context_cost(load_tools(tools), llama.tokenize)
+    result["tokenizer"] = Path(llama.path).name
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(text)
