@@ -75,3 +75,19 @@ async def test_upstream_tool_list_change_refreshes_the_catalog(tmp_path: Path):
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert "one__late_tool" in names
         assert text_of(await client.call_tool("one__late_tool", {})) == "I am late_tool"
+
+
+async def test_search_marks_the_first_result_automatic_only_when_the_margin_clears_tau(tmp_path: Path):
+    from nexus_gateway.gateway import Gateway
+    from nexus_gateway.routing.embedders import make_embedder
+    from nexus_gateway.routing.hybrid import HybridRetriever
+
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed")
+    for tau, expected in ((0.0, True), (float("inf"), False)):
+        retriever = HybridRetriever(make_embedder("hashing"))
+        retriever.tau = tau
+        async with Gateway(config, retriever=retriever) as gateway:
+            await gateway.wait_ready()
+            results = await gateway.search("echo the text back unchanged", 3)
+        assert results[0].name == "one__echo"
+        assert results[0].automatic is expected and not any(r.automatic for r in results[1:])

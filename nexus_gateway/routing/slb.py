@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -128,7 +129,7 @@ class SemanticLookasideBuffer:
                 self.names = [str(name) for name in data["names"]]
                 self.hashes = [str(digest) for digest in data["hashes"]]
                 self.codes, self.scales = codes.astype(np.int8), data["scales"].astype(np.float32)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("ignoring unreadable index %s: %s", path, exc)
             return False
         self._rebuild()

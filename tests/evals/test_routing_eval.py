@@ -1,0 +1,48 @@
+"""`nexus-gateway eval routing` end to end on a small labelled set."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TOOLS = [
+    {"name": f"tool.{topic}", "description": f"Everything about {topic}: look up, list and update {topic}.",
+     "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
+    for topic in ("weather", "calendar", "invoices", "recipes", "flights", "hotels", "music", "movies", "stocks",
+                  "books", "emails", "contacts")
+]  # fmt: skip
+CASES = [
+    {"id": f"c{i}", "query": f"please update my {topic} for next week", "tool": f"tool.{topic}"}
+    for i, topic in enumerate(("weather", "calendar", "invoices", "recipes", "flights", "music"))
+]
+
+
+def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path):
+    tools, cases, out = tmp_path / "tools.json", tmp_path / "cases.jsonl", tmp_path / "report.json"
+    tools.write_text(json.dumps(TOOLS))
+    cases.write_text("\n".join(json.dumps(case) for case in CASES))
+    result = subprocess.run(
+        [sys.executable, "-m", "nexus_gateway", "eval", "routing", "--tools", str(tools), "--cases", str(cases),
+         "--sizes", "5,12", "--embedder", "hashing", "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert report["n_cases"] == 6 and set(report["sizes"]) == {"5", "12"}
+    for row in report["sizes"].values():
+        assert set(row) == {"top1", "recall@5", "auto_coverage", "auto_precision"}
+        assert row["top1"] == 1.0  # each query names its topic: a lexical embedder must get all six
+    assert report["embed_ms_p50"] > 0 and set(report["scan_us_p50"]) == {"5", "12"}
+    assert "top-1" in result.stdout
+
+
+def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
+    tools, cases = tmp_path / "tools.json", tmp_path / "cases.jsonl"
+    tools.write_text(json.dumps(TOOLS))
+    cases.write_text(json.dumps({"id": "x", "query": "q", "tool": "tool.nope"}))
+    result = subprocess.run(
+        [sys.executable, "-m", "nexus_gateway", "eval", "routing", "--tools", str(tools), "--cases", str(cases),
+         "--sizes", "5", "--embedder", "hashing"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2 and "missing from the tool set" in result.stderr

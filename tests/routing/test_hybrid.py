@@ -1,0 +1,39 @@
+from pathlib import Path
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.routing.embedders import make_embedder
+from nexus_gateway.routing.gate import Calibration
+from nexus_gateway.routing.hybrid import HybridRetriever, build_retriever
+
+
+def record(server: str, name: str, description: str, **params: str) -> ToolRecord:
+    schema = {"type": "object", "properties": {p: {"type": "string", "description": d} for p, d in params.items()}}
+    return ToolRecord.from_tool(server, {"name": name, "description": description, "inputSchema": schema})
+
+
+RECORDS = [
+    record("weather", "get_forecast", "Daily weather forecast for a city", city="City name"),
+    record("calendar", "create_event", "Create a calendar event", title="Event title", start="Start time"),
+    record("notes", "search_notes", "Full-text search over notes", query="Words to find"),
+]
+
+
+def test_hybrid_retriever_finds_tools_by_meaning_and_by_words(tmp_path: Path):
+    retriever = HybridRetriever(make_embedder("default"), index_path=tmp_path / "index.npz")
+    retriever.index(RECORDS)
+    assert retriever.search("will it rain in Paris tomorrow?", 2)[0].name == "weather__get_forecast"
+    assert retriever.search("schedule a meeting with Bob", 2)[0].name == "calendar__create_event"
+    assert (tmp_path / "index.npz").exists()
+
+
+def test_a_calibration_from_another_embedder_routes_nothing_automatically():
+    calibration = Calibration(0.1, 0.98, 1.0, 0.5, 10, "some-other-model", 250)
+    assert HybridRetriever(make_embedder("hashing"), calibration=calibration).tau == float("inf")
+    assert HybridRetriever(make_embedder("hashing"), calibration=calibration.__class__(
+        **{**calibration.__dict__, "embedder": make_embedder("hashing").name})).tau == 0.1  # fmt: skip
+
+
+def test_bm25_spec_builds_the_lexical_retriever(tmp_path: Path):
+    retriever = build_retriever("bm25", tmp_path)
+    retriever.index(RECORDS)
+    assert retriever.search("search notes", 1)[0].name == "notes__search_notes"
