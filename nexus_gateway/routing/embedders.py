@@ -19,6 +19,7 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Protocol
 
@@ -78,7 +79,7 @@ class HashingEmbedder:
 def _features(text: str) -> Counter[str]:
     words = tokenize(text)
     features = Counter(words)
-    features.update(f"{first} {second}" for first, second in zip(words, words[1:], strict=False))
+    features.update(f"{first} {second}" for first, second in pairwise(words))
     # A text without words still gets a unit vector: the same one for every such text.
     return features or Counter({"\x00empty": 1})
 
