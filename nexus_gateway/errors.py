@@ -4,10 +4,12 @@
     ├── ConfigError              a config file is missing, unreadable or wrong (names file and key)
     ├── UnknownTool              a tool name the catalog does not hold
     ├── ArgumentsInvalid         arguments that do not match the tool's JSON Schema
-    └── UpstreamError            anything that went wrong talking to an upstream server
-        ├── UpstreamUnavailable  the upstream is not connected (starting, crashed, restarting)
-        ├── UpstreamTimeout      the upstream did not answer within the per-call timeout
-        └── UpstreamProtocolError the upstream answered with a JSON-RPC error
+    ├── UpstreamError            anything that went wrong talking to an upstream server
+    │   ├── UpstreamUnavailable  the upstream is not connected (starting, crashed, restarting)
+    │   ├── UpstreamTimeout      the upstream did not answer within the per-call timeout
+    │   └── UpstreamProtocolError the upstream answered with a JSON-RPC error
+    └── EngineError              the local model could not be loaded, or llama.cpp failed (full context, ...)
+        └── BlockRejected        a compiled KV block failed validation; it is never spliced, the text is prefilled
 
 Third-party exceptions are translated once, where they are caught (`raise ... from exc`).
 Messages are meant for people and models: they say what failed and what to do next.
@@ -56,3 +58,16 @@ class UpstreamTimeout(UpstreamError):
 
 class UpstreamProtocolError(UpstreamError):
     """The upstream answered a request with a JSON-RPC error."""
+
+
+class EngineError(NexusError):
+    """The local model could not be loaded or run: a missing or corrupt GGUF, a full context, a llama.cpp failure."""
+
+
+class BlockRejected(EngineError):
+    """A compiled KV block whose header, checksum, model fingerprint or tokens do not match (fail closed)."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"KV block {path} rejected: {reason}; the tool text is prefilled instead")

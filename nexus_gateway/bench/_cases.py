@@ -1,0 +1,60 @@
+"""Benchmark inputs: real tool schemas with a request each, and session history of an exact depth."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine.compiler import records_from_tools_json
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.errors import ConfigError
+
+DEV_SET = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dev" / "sealtools"
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    id: str
+    query: str
+    record: ToolRecord
+    arguments: str
+    """The case's expected arguments as JSON (used to write realistic earlier turns)."""
+
+
+def load_cases(tools: Path, cases: Path, *, count: int, offset: int = 0) -> list[BenchCase]:
+    """One case per distinct tool, in file order, `count` of them after skipping `offset` tools."""
+    if not tools.is_file() or not cases.is_file():
+        raise ConfigError(f"benchmark data not found: {tools} and {cases} (pass --tools and --cases)")
+    records = {record.name: record for record in records_from_tools_json(tools)}
+    chosen: list[BenchCase] = []
+    seen: set[str] = set()
+    for line in cases.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        record = records.get(case.get("tool", ""))
+        if record is None or record.name in seen:
+            continue
+        seen.add(record.name)
+        arguments = {key: values[0] for key, values in (case.get("arguments") or {}).items() if values}
+        chosen.append(BenchCase(str(case["id"]), str(case["query"]), record, json.dumps(arguments)))
+    selected = chosen[offset : offset + count]
+    if len(selected) < count:
+        raise ConfigError(f"{cases}: only {len(selected)} distinct tools with a case after skipping {offset}")
+    return selected
+
+
+def history(runtime: Runtime, turns: Sequence[BenchCase], depth: int) -> list[int]:
+    """Exactly `depth` tokens of earlier exchanges (other requests and their arguments), cut at the end."""
+    if depth == 0:
+        return []
+    text = "".join(runtime.layout.turn_text(case.query, case.arguments) for case in turns)
+    tokens = runtime.model.tokenize(text, special=True)
+    if not tokens:
+        raise ConfigError("no history text to build session depth from")
+    while len(tokens) < depth:
+        tokens = tokens + tokens
+    return tokens[:depth]

@@ -1,0 +1,285 @@
+"""The one module that imports `llama_cpp`: small owners of llama.cpp's native handles, each with `close()`.
+
+    LlamaModel    a GGUF loaded once: tokenizer, vocabulary, shape of its KV cache
+    LlamaContext  one context with several sequences in a unified KV cache (one sequence per session):
+                  decode, sequence ops (rm / cp / add), a sequence's state out and back in, logits
+
+Everything here is synchronous and owned by one thread (the engine worker); a context refuses calls
+from any other thread. llama.cpp's own log lines go to the `nexus_gateway.engine.llama` logger at
+debug level, so nothing reaches stdout. Failures become `EngineError`, translated here and only here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import llama_cpp as lc
+import numpy as np
+
+from nexus_gateway.errors import EngineError
+
+logger = logging.getLogger(__name__)
+
+KVType = Literal["f16", "q8_0", "f32"]
+_KV_TYPES: dict[str, int] = {"f32": lc.GGML_TYPE_F32, "f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0}
+# ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5 (continues the previous line's level).
+# llama.cpp is chatty at INFO, so its INFO goes to DEBUG; its warnings and errors stay what they are.
+_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.WARNING, 4: logging.ERROR}
+_last_level = [logging.DEBUG]
+
+
+@lc.llama_log_callback
+def _forward_log(level: int, text: bytes, user_data: Any) -> None:
+    mapped = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, logging.DEBUG)
+    _last_level[0] = mapped
+    message = text.decode("utf-8", errors="replace").rstrip()
+    if message:
+        logger.log(mapped, "%s", message)
+
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+
+def _init_backend() -> None:
+    global _backend_ready
+    with _backend_lock:
+        if not _backend_ready:
+            lc.llama_log_set(_forward_log, ctypes.c_void_p(0))
+            lc.llama_backend_init()
+            _backend_ready = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextSettings:
+    n_ctx: int = 4096
+    n_batch: int = 512
+    """Tokens per llama_decode call; prefill and compile split text at the same boundaries."""
+    n_seq_max: int = 10
+    threads: int | None = None
+    """CPU threads; all cores (up to 8) when unset."""
+    flash_attn: bool = True
+    kv_type: KVType = "f16"
+
+    def kv_layout(self) -> str:
+        """What a sequence's saved state depends on, besides the model: part of the model fingerprint."""
+        return f"kv={self.kv_type};fa={int(self.flash_attn)};swa_full=1;unified=1"
+
+    @property
+    def n_threads(self) -> int:
+        return self.threads or max(1, min(8, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    description: str
+    n_layer: int
+    n_head_kv: int
+    n_embd: int
+    n_swa: int
+    n_vocab: int
+    n_ctx_train: int
+    chat_template: str | None
+
+
+class LlamaModel:
+    """A GGUF model; tokenizer and shape. Thread-safe for tokenizing; closed once."""
+
+    def __init__(self, path: Path, *, gpu_layers: int = 0) -> None:
+        _init_backend()
+        params = lc.llama_model_default_params()
+        params.n_gpu_layers = gpu_layers
+        handle = lc.llama_model_load_from_file(str(path).encode(), params)
+        if not handle:
+            raise EngineError(f"{path}: llama.cpp could not load this GGUF model (see the log for the reason)")
+        self._handle: Any = handle
+        self._vocab = lc.llama_model_get_vocab(handle)
+        self.path = path
+        desc = ctypes.create_string_buffer(256)
+        lc.llama_model_desc(handle, desc, len(desc))
+        template = lc.llama_model_chat_template(handle, None)
+        self.info = ModelInfo(
+            description=desc.value.decode("utf-8", errors="replace"),
+            n_layer=lc.llama_model_n_layer(handle),
+            n_head_kv=lc.llama_model_n_head_kv(handle),
+            n_embd=lc.llama_model_n_embd(handle),
+            n_swa=lc.llama_model_n_swa(handle),
+            n_vocab=lc.llama_vocab_n_tokens(self._vocab),
+            n_ctx_train=lc.llama_model_n_ctx_train(handle),
+            chat_template=template.decode("utf-8", errors="replace") if template else None,
+        )
+
+    @property
+    def handle(self) -> Any:
+        if self._handle is None:
+            raise EngineError(f"{self.path}: the model is closed")
+        return self._handle
+
+    def tokenize(self, text: str, *, bos: bool = False, special: bool = False) -> list[int]:
+        """Token ids of `text`; `bos` adds the model's begin token, `special` parses `<start_of_turn>` and kin."""
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        while True:
+            buffer = (lc.llama_token * capacity)()
+            count = lc.llama_tokenize(self._vocab, data, len(data), buffer, capacity, bos, special)
+            if count >= 0:
+                return list(buffer[:count])
+            capacity = -count
+
+    def detokenize(self, tokens: list[int]) -> str:
+        pieces = bytearray()
+        buffer = ctypes.create_string_buffer(128)
+        for token in tokens:
+            size = lc.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+            pieces += buffer.raw[: max(size, 0)]
+        return pieces.decode("utf-8", errors="replace")
+
+    def is_end(self, token: int) -> bool:
+        return bool(lc.llama_vocab_is_eog(self._vocab, token))
+
+    def close(self) -> None:
+        if self._handle is not None:
+            lc.llama_model_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> LlamaModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LlamaContext:
+    """One llama.cpp context: a unified KV cache holding several sequences, owned by the thread that made it."""
+
+    def __init__(self, model: LlamaModel, settings: ContextSettings) -> None:
+        params = lc.llama_context_default_params()
+        params.n_ctx = settings.n_ctx
+        params.n_batch = params.n_ubatch = settings.n_batch
+        params.n_seq_max = settings.n_seq_max
+        # Only the last token of a decode needs logits: a full n_batch of rows over a 262k vocabulary
+        # would reserve half a gigabyte of output buffer for nothing.
+        params.n_outputs_max = settings.n_seq_max
+        params.n_threads = params.n_threads_batch = settings.n_threads
+        params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else 0
+        params.type_k = params.type_v = _KV_TYPES[settings.kv_type]
+        params.swa_full = True  # sliding-window layers keep every position: needed to save, shift and share sequences
+        params.kv_unified = True  # one cell pool: seq_cp shares cells instead of copying them
+        handle = lc.llama_init_from_model(model.handle, params)
+        if not handle:
+            raise EngineError(f"{model.path}: llama.cpp could not create a context (n_ctx={settings.n_ctx})")
+        self._handle: Any = handle
+        self._memory = lc.llama_get_memory(handle)
+        self._batch = lc.llama_batch_init(settings.n_batch, 0, 1)
+        self._owner = threading.get_ident()
+        self.model = model
+        self.settings = settings
+        self.n_ctx = lc.llama_n_ctx(handle)
+        self.can_shift = bool(lc.llama_memory_can_shift(self._memory))
+
+    def _check(self) -> Any:
+        if self._handle is None:
+            raise EngineError("the llama.cpp context is closed")
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("a LlamaContext is owned by the thread that created it; go through the engine worker")
+        return self._handle
+
+    def decode(self, seq: int, tokens: list[int], pos: int, *, logits: bool = True) -> np.ndarray | None:
+        """Decode `tokens` into sequence `seq` from position `pos`, in `n_batch` chunks counted from the first
+        token; return the next-token logits after the last one (a float32 copy) when `logits` is set."""
+        handle = self._check()
+        if not tokens:
+            raise ValueError("nothing to decode")
+        batch, step = self._batch, self.settings.n_batch
+        for start in range(0, len(tokens), step):
+            chunk = tokens[start : start + step]
+            last = start + step >= len(tokens)
+            batch.n_tokens = len(chunk)
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = pos + start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = seq
+                batch.logits[i] = 0
+            batch.logits[len(chunk) - 1] = 1 if (logits and last) else 0
+            status = lc.llama_decode(handle, batch)
+            if status == 1:
+                raise EngineError(
+                    f"the model context is full ({self.n_ctx} tokens); close sessions or raise the engine's n_ctx"
+                )
+            if status != 0:
+                raise EngineError(f"llama_decode failed with status {status}")
+        if not logits:
+            return None
+        row = lc.llama_get_logits_ith(handle, batch.n_tokens - 1)
+        return np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy()
+
+    def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
+        """Drop positions [p0, p1) of `seq` (-1 is open-ended); False when a partial removal is impossible."""
+        self._check()
+        return bool(lc.llama_memory_seq_rm(self._memory, seq, p0, p1))
+
+    def seq_cp(self, src: int, dst: int) -> None:
+        """Give `dst` every cell of `src` (shared cells: no copy of the data in a unified cache)."""
+        self._check()
+        lc.llama_memory_seq_cp(self._memory, src, dst, -1, -1)
+
+    def seq_add(self, seq: int, delta: int) -> None:
+        """Move every position of `seq` by `delta`; llama.cpp re-rotates the keys before the next decode."""
+        self._check()
+        if not self.can_shift:
+            raise EngineError(
+                f"{self.model.path}: this model's KV cache cannot be shifted, so blocks cannot be spliced"
+            )
+        lc.llama_memory_seq_add(self._memory, seq, -1, -1, delta)
+
+    def seq_range(self, seq: int) -> tuple[int, int]:
+        """Smallest and largest position held by `seq`, (-1, -1) when it is empty."""
+        self._check()
+        return lc.llama_memory_seq_pos_min(self._memory, seq), lc.llama_memory_seq_pos_max(self._memory, seq)
+
+    def save_seq(self, seq: int) -> bytes:
+        """The saved state of one sequence (its cells' positions, keys and values)."""
+        handle = self._check()
+        size = lc.llama_state_seq_get_size(handle, seq)
+        buffer = (ctypes.c_uint8 * size)()
+        written = lc.llama_state_seq_get_data(handle, buffer, size, seq)
+        if written == 0:
+            raise EngineError(f"llama.cpp could not save sequence {seq}")
+        return bytes(memoryview(buffer)[:written])
+
+    def restore_seq(self, seq: int, data: Any, offset: int, length: int) -> bool:
+        """Load a saved sequence state from `data[offset:offset+length]` (a writable buffer such as a
+        copy-on-write mmap; read without copying) into the empty sequence `seq`. False when llama.cpp refuses."""
+        handle = self._check()
+        view = (ctypes.c_uint8 * length).from_buffer(data, offset)
+        try:
+            return lc.llama_state_seq_set_data(handle, view, length, seq) == length
+        finally:
+            del view
+
+    def clear(self) -> None:
+        """Empty every sequence."""
+        self._check()
+        lc.llama_memory_clear(self._memory, True)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            lc.llama_batch_free(self._batch)
+            lc.llama_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> LlamaContext:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,175 @@
+"""The engine's synchronous core, run on the worker thread: one model, one context, sessions as sequences.
+
+Sequence ids: sessions take 0 .. n_seq_max - 3; `n_seq_max - 2` holds the preamble once (every session
+starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and compiler's scratch.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine.blocks import block_key
+from nexus_gateway.engine.llama import ContextSettings, LlamaContext, LlamaModel
+from nexus_gateway.engine.model import ModelFile, fingerprint, resolve_model
+from nexus_gateway.engine.policy import SplicePolicy, load_policy
+from nexus_gateway.engine.prompt import PromptLayout, layout_for, signature_text, tool_text
+from nexus_gateway.engine.settings import EngineSettings
+from nexus_gateway.engine.splicer import Placement, Splicer
+from nexus_gateway.engine.store import BlockStore
+from nexus_gateway.errors import EngineError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionState:
+    seq: int
+    n_past: int
+    logits: np.ndarray | None = field(default=None, repr=False)
+    """Next-token logits after the last decode that asked for them."""
+
+
+class Runtime:
+    def __init__(
+        self,
+        model: LlamaModel,
+        ctx: LlamaContext,
+        *,
+        model_file: ModelFile,
+        compiled_root: Path | None,
+        policy: SplicePolicy | None = None,
+        layout: PromptLayout | None = None,
+    ) -> None:
+        if ctx.settings.n_seq_max < 3:
+            raise EngineError("the engine needs n_seq_max >= 3 (one session, the preamble, a scratch sequence)")
+        self.model, self.ctx, self.model_file = model, ctx, model_file
+        self.layout = layout or layout_for(model.info.chat_template)
+        self.fingerprint = fingerprint(model_file, ctx.settings.kv_layout())
+        self.store = BlockStore(compiled_root, self.fingerprint) if compiled_root is not None else None
+        if policy is None:
+            policy = load_policy(self.store.directory) if self.store else SplicePolicy()
+        self.preamble = model.tokenize(self.layout.preamble, bos=True, special=True)
+        self.anchor = len(self.preamble)
+        self.scratch = ctx.settings.n_seq_max - 1
+        self.template = ctx.settings.n_seq_max - 2
+        self.splicer = Splicer(ctx, self.store, policy, scratch=self.scratch, anchor=self.anchor)
+        self._free = list(range(self.template - 1, -1, -1))
+        self._sessions: dict[int, SessionState] = {}
+        ctx.decode(self.template, self.preamble, 0, logits=False)
+
+    @classmethod
+    def load(cls, settings: EngineSettings, *, compiled_root: Path | None) -> Runtime:
+        model_file = resolve_model(settings.model)
+        context = ContextSettings(
+            n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_seq_max=settings.sessions + 2,
+            threads=settings.threads, flash_attn=settings.flash_attn, kv_type=settings.kv_type,
+        )  # fmt: skip
+        model = LlamaModel(model_file.path, gpu_layers=settings.gpu_layers)
+        ctx: LlamaContext | None = None
+        try:
+            ctx = LlamaContext(model, context)
+            runtime = cls(model, ctx, model_file=model_file, compiled_root=compiled_root)
+        except BaseException:
+            if ctx is not None:
+                ctx.close()
+            model.close()
+            raise
+        logger.info("engine: %s (%s), n_ctx %d, %d sessions", model_file.label, model.info.description,
+                    ctx.n_ctx, settings.sessions)  # fmt: skip
+        return runtime
+
+    @property
+    def policy(self) -> SplicePolicy:
+        return self.splicer.policy
+
+    def open_session(self) -> SessionState:
+        if not self._free:
+            raise EngineError(f"all {self.template} engine sessions are in use; raise nexus.engine.sessions")
+        seq = self._free.pop()
+        self.ctx.seq_rm(seq)
+        self.ctx.seq_cp(self.template, seq)
+        state = SessionState(seq=seq, n_past=self.anchor)
+        self._sessions[seq] = state
+        return state
+
+    def session(self, seq: int) -> SessionState:
+        state = self._sessions.get(seq)
+        if state is None:
+            raise EngineError(f"engine session {seq} is not open")
+        return state
+
+    def close_session(self, state: SessionState) -> None:
+        if self._sessions.pop(state.seq, None) is not None:
+            self.ctx.seq_rm(state.seq)
+            self._free.append(state.seq)
+
+    def append(self, state: SessionState, tokens: list[int], *, logits: bool = True) -> np.ndarray | None:
+        out = self.ctx.decode(state.seq, tokens, state.n_past, logits=logits)
+        state.n_past += len(tokens)
+        state.logits = out
+        return out
+
+    def append_text(self, state: SessionState, text: str, *, logits: bool = True) -> np.ndarray | None:
+        return self.append(state, self.model.tokenize(text, special=True), logits=logits)
+
+    def tool_tokens(self, record: ToolRecord) -> tuple[list[int], str]:
+        """Token ids and block key of a tool's full text."""
+        text = tool_text(record)
+        return self.model.tokenize(text), block_key(self.layout.preamble, text)
+
+    def place_tool(self, state: SessionState, record: ToolRecord, *, form: str = "schema") -> Placement:
+        """Add a tool to the session: its full schema through the splicer, or (`form="signature"`) its
+        one-line signature, prefilled."""
+        if form == "signature":
+            tokens = self.model.tokenize(signature_text(record))
+            placement = self.splicer.prefill(state.seq, state.n_past, tokens, reason="signature")
+        else:
+            tokens, key = self.tool_tokens(record)
+            placement = self.splicer.place(state.seq, state.n_past, tokens, key)
+        state.n_past += len(tokens)
+        state.logits = None
+        return placement
+
+    def greedy(self, state: SessionState, max_tokens: int) -> list[int]:
+        """Greedy continuation from the session's last logits, stopping after an end-of-turn token."""
+        if state.logits is None:
+            raise EngineError("nothing to continue from: decode a request first")
+        out: list[int] = []
+        while len(out) < max_tokens:
+            token = int(np.argmax(state.logits))
+            out.append(token)
+            if self.model.is_end(token) or len(out) == max_tokens:
+                break
+            self.append(state, [token])
+        return out
+
+    def compile_tokens(self, tokens: list[int]) -> bytes:
+        """Decode `tokens` right after the preamble in the scratch sequence and return its saved state
+        without the preamble's cells: the payload of a block anchored at `self.anchor`."""
+        scratch = self.scratch
+        self.ctx.seq_rm(scratch)
+        self.ctx.seq_cp(self.template, scratch)
+        try:
+            self.ctx.decode(scratch, tokens, self.anchor, logits=False)
+            self.ctx.seq_rm(scratch, 0, self.anchor)
+            return self.ctx.save_seq(scratch)
+        finally:
+            self.ctx.seq_rm(scratch)
+
+    def reset(self) -> None:
+        """Close every session and empty the cache, back to the state right after loading."""
+        self._sessions.clear()
+        self._free = list(range(self.template - 1, -1, -1))
+        self.ctx.clear()
+        self.ctx.decode(self.template, self.preamble, 0, logits=False)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.ctx.close()
+        self.model.close()

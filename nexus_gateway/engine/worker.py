@@ -1,0 +1,147 @@
+"""One thread owns the model and its context; async code reaches it through a queue.
+
+`EngineWorker` builds the runtime on its own thread, runs submitted jobs there one at a time, and closes
+the runtime there. `await worker.call(fn)` queues `fn(runtime)` and wakes the caller's event loop when it
+is done (through the loop's anyio token), so no anyio worker thread sits blocked while the model runs.
+A cancelled caller stops waiting; its job still runs to completion (llama.cpp cannot be interrupted
+between a decode's ubatches from here), and its result is dropped.
+
+`LocalEngine` is the `Engine` the gateway uses: sessions, tools, generation and compilation on top.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Session
+from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.engine.settings import EngineSettings
+from nexus_gateway.engine.splicer import Placement
+from nexus_gateway.errors import EngineError
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class _Job:
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.token = anyio.lowlevel.current_token()
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def finish(self) -> None:
+        try:
+            anyio.from_thread.run_sync(self.done.set, token=self.token)
+        except RuntimeError:
+            logger.debug("engine job finished after its event loop closed")
+
+
+class EngineWorker(Generic[R]):
+    def __init__(self, build: Callable[[], R], close: Callable[[R], None], *, name: str = "nexus-engine") -> None:
+        self._build = build
+        self._close = close
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    async def start(self) -> None:
+        """Start the thread and wait until the runtime is built (its error, if building failed)."""
+        self._thread.start()
+        await self.call(lambda runtime: None)
+
+    async def call(self, fn: Callable[[R], T]) -> T:
+        """Run `fn(runtime)` on the engine thread and return its result (or raise its exception)."""
+        if not self._thread.is_alive():
+            raise EngineError("the engine is not running")
+        job = _Job(fn)
+        self._queue.put(job)
+        await job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    async def aclose(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            await anyio.to_thread.run_sync(self._thread.join)
+
+    def _main(self) -> None:
+        runtime: R | None = None
+        startup_error: BaseException | None = None
+        try:
+            runtime = self._build()
+        except BaseException as exc:
+            startup_error = exc
+        while (job := self._queue.get()) is not None:
+            if runtime is None:
+                job.error = startup_error
+            else:
+                try:
+                    job.result = job.fn(runtime)
+                except BaseException as exc:
+                    job.error = exc
+            job.finish()
+        if runtime is not None:
+            self._close(runtime)
+
+
+class LocalEngine:
+    """The local llama.cpp engine behind an async API: `async with LocalEngine(settings) as engine: ...`."""
+
+    def __init__(self, settings: EngineSettings, *, compiled_root: Path | None = None) -> None:
+        self.settings = settings
+        self._worker: EngineWorker[Runtime] = EngineWorker(
+            lambda: Runtime.load(settings, compiled_root=compiled_root), Runtime.close
+        )
+
+    async def __aenter__(self) -> LocalEngine:
+        try:
+            await self._worker.start()
+        except BaseException:
+            await self._worker.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._worker.aclose()
+
+    async def run(self, fn: Callable[[Runtime], T]) -> T:
+        """Run any synchronous function of the runtime on the engine thread (benchmarks use this)."""
+        return await self._worker.call(fn)
+
+    async def open_session(self) -> Session:
+        state = await self._worker.call(Runtime.open_session)
+        return Session(state.seq)
+
+    async def close_session(self, session: Session) -> None:
+        await self._worker.call(lambda rt: rt.close_session(rt.session(session.id)))
+
+    async def append(self, session: Session, text: str) -> None:
+        await self._worker.call(lambda rt: rt.append_text(rt.session(session.id), text, logits=True))
+
+    async def place_tool(self, session: Session, record: ToolRecord, *, form: str = "schema") -> Placement:
+        return await self._worker.call(lambda rt: rt.place_tool(rt.session(session.id), record, form=form))
+
+    async def generate(self, session: Session, max_tokens: int = 128) -> str:
+        def greedy(rt: Runtime) -> str:
+            return rt.model.detokenize(rt.greedy(rt.session(session.id), max_tokens))
+
+        return await self._worker.call(greedy)
+
+    async def compile(self, records: Iterable[ToolRecord], progress: Progress | None = None) -> CompileReport:
+        chosen = list(records)
+        return await self._worker.call(lambda rt: compile_tools(rt, chosen, progress))

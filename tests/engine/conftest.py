@@ -1,0 +1,75 @@
+"""One real engine for the whole module tree: the packaged Gemma 3 270M, a small context, one thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine.runtime import Runtime, SessionState
+from nexus_gateway.engine.settings import EngineSettings
+
+WEATHER = ToolRecord(
+    name="get_weather",
+    server="",
+    upstream_name="get_weather",
+    description="Current weather for a city.",
+    input_schema={
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"],
+    },
+)
+EMAIL = ToolRecord(
+    name="send_email",
+    server="",
+    upstream_name="send_email",
+    description="Send an email to one recipient.",
+    input_schema={
+        "type": "object",
+        "properties": {"to": {"type": "string", "format": "email"}, "subject": {"type": "string"}},
+        "required": ["to", "subject"],
+    },
+)
+
+
+def settings(**overrides: object) -> EngineSettings:
+    return EngineSettings.model_validate({"n_ctx": 1024, "threads": 1, "sessions": 3, **overrides})
+
+
+@pytest.fixture(scope="session")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    engine = Runtime.load(settings(), compiled_root=tmp_path_factory.mktemp("compiled_schemas"))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def fresh(runtime: Runtime) -> Runtime:
+    """The shared runtime with an empty cache, so two runs land in the same cells (bit-comparable)."""
+    runtime.reset()
+    return runtime
+
+
+def prefill_tool(runtime: Runtime, state: SessionState, record: ToolRecord) -> None:
+    """The reference path: decode the tool text straight into the session, no splicer involved."""
+    tokens, _ = runtime.tool_tokens(record)
+    runtime.append(state, tokens, logits=False)
+
+
+def request_logits(runtime: Runtime, state: SessionState, query: str = "What is the weather in Paris?") -> np.ndarray:
+    logits = runtime.append_text(state, runtime.layout.request_text(query))
+    assert logits is not None
+    return logits
+
+
+def use_store(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Point the runtime at a private compiled_schemas folder for one test."""
+    from nexus_gateway.engine.store import BlockStore
+
+    store = BlockStore(root, runtime.fingerprint)
+    monkeypatch.setattr(runtime, "store", store)
+    monkeypatch.setattr(runtime.splicer, "blocks", store)

@@ -1,0 +1,45 @@
+"""The compiler: one block per tool, incremental, documented on disk."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from nexus_gateway.engine.compiler import compile_tools, records_from_tools_json
+from nexus_gateway.engine.runtime import Runtime
+from tests.engine.conftest import EMAIL, WEATHER, use_store
+
+
+def test_compile_is_incremental_and_recompiles_only_what_changed(
+    fresh: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    use_store(fresh, monkeypatch, tmp_path / "compiled_schemas")
+    first = compile_tools(fresh, [WEATHER, EMAIL])
+    assert (first.compiled, first.skipped) == (2, 0) and first.bytes > 0
+    second = compile_tools(fresh, [WEATHER, EMAIL])
+    assert (second.compiled, second.skipped) == (0, 2)
+    changed = replace(EMAIL, description="Send an email to one or more recipients.")
+    third = compile_tools(fresh, [WEATHER, changed])
+    assert (third.compiled, third.skipped) == (1, 1)
+    assert fresh.store is not None
+    assert len(list(fresh.store.directory.glob("*.kvb"))) == 3
+    assert (tmp_path / "compiled_schemas" / "README.md").read_text().startswith("# compiled_schemas")
+
+
+def test_a_corrupt_block_is_compiled_again(fresh: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    use_store(fresh, monkeypatch, tmp_path / "compiled_schemas")
+    compile_tools(fresh, [WEATHER])
+    assert fresh.store is not None
+    (path,) = fresh.store.directory.glob("*.kvb")
+    path.write_bytes(path.read_bytes()[:-10])
+    report = compile_tools(fresh, [WEATHER])
+    assert (report.compiled, report.replaced, report.skipped) == (1, 1, 0)
+    assert compile_tools(fresh, [WEATHER]).skipped == 1
+
+
+def test_tools_json_names_are_kept_exactly_as_given(tmp_path: Path):
+    path = tmp_path / "tools.json"
+    path.write_text('[{"name": "a.b c", "inputSchema": {"type": "object"}}, {"name": "t", "server": "s"}]')
+    assert [record.name for record in records_from_tools_json(path)] == ["a.b c", "s__t"]

@@ -1,0 +1,93 @@
+"""Sessions are sequences of one context: independent of each other, reusable, and owned by one thread."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import numpy as np
+import pytest
+
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.errors import EngineError
+from tests.engine.conftest import EMAIL, WEATHER, request_logits, settings
+
+TEXT_X = 'Earlier request: what is the capital of France\nArguments: {"q": "France"}\n'
+TEXT_Y = 'Earlier request: translate goodbye into German\nArguments: {"text": "bye"}\n'
+
+
+def _same_length(runtime: Runtime, a: str, b: str) -> tuple[list[int], list[int]]:
+    x, y = runtime.model.tokenize(a, special=True), runtime.model.tokenize(b, special=True)
+    n = min(len(x), len(y))
+    assert x[:n] != y[:n]
+    return x[:n], y[:n]
+
+
+def _session_a_beside(runtime: Runtime, neighbour: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Session A's request logits while session B (interleaved with it) holds `neighbour`; and B's."""
+    runtime.reset()
+    a, b = runtime.open_session(), runtime.open_session()
+    runtime.append_text(a, "Earlier request: hello\nArguments: {}\n", logits=False)
+    runtime.append(b, neighbour, logits=False)
+    runtime.place_tool(a, WEATHER)
+    runtime.place_tool(b, EMAIL)
+    logits_a = request_logits(runtime, a)
+    logits_b = request_logits(runtime, b, "Mail Bob about lunch")
+    return logits_a, logits_b
+
+
+def test_several_sessions_in_one_context_stay_independent(fresh: Runtime):
+    x, y = _same_length(fresh, TEXT_X, TEXT_Y)
+    a_beside_x, b_with_x = _session_a_beside(fresh, x)
+    a_beside_y, b_with_y = _session_a_beside(fresh, y)
+    assert not np.array_equal(b_with_x, b_with_y)  # what B holds does change B ...
+    assert np.array_equal(a_beside_x, a_beside_y)  # ... and never A, down to the last bit
+
+
+def test_a_closed_session_frees_its_sequence_for_the_next_one(fresh: Runtime):
+    sessions = [fresh.open_session() for _ in range(3)]
+    with pytest.raises(EngineError, match="sessions are in use"):
+        fresh.open_session()
+    fresh.append_text(sessions[1], TEXT_X, logits=False)
+    fresh.close_session(sessions[1])
+    again = fresh.open_session()
+    assert again.seq == sessions[1].seq and again.n_past == fresh.anchor
+    assert fresh.ctx.seq_range(again.seq) == (0, fresh.anchor - 1)
+
+
+def test_the_context_refuses_calls_from_a_thread_that_does_not_own_it(runtime: Runtime):
+    errors: list[BaseException] = []
+
+    def intruder() -> None:
+        try:
+            runtime.ctx.seq_range(0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=intruder)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and isinstance(errors[0], RuntimeError)
+
+
+@pytest.mark.anyio
+async def test_local_engine_runs_every_job_on_its_one_worker_thread(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            report = await engine.compile([WEATHER])
+            session = await engine.open_session()
+            placement = await engine.place_tool(session, WEATHER)
+            await engine.append(session, 'Request: weather in Oslo<end_of_turn>\n<start_of_turn>model\n{"')
+            text = await engine.generate(session, max_tokens=4)
+            threads = {await engine.run(lambda rt: threading.get_ident()) for _ in range(3)}
+            await engine.close_session(session)
+    assert report.compiled == 1 and placement.mode == "splice" and text
+    assert len(threads) == 1 and threading.get_ident() not in threads
+
+
+@pytest.mark.anyio
+async def test_an_engine_that_cannot_load_its_model_raises_a_user_error(tmp_path):
+    with anyio.fail_after(30), pytest.raises(EngineError, match="model file not found"):
+        async with LocalEngine(settings(model=str(tmp_path / "missing.gguf")), compiled_root=tmp_path):
+            pass
