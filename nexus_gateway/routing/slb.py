@@ -23,7 +23,7 @@ from nexus_gateway.routing.embedders import Embedder
 
 logger = logging.getLogger(__name__)
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 _blas_limited = False
@@ -63,6 +63,8 @@ class SemanticLookasideBuffer:
         self.scales = np.zeros(0, dtype=np.float32)
         self._matrix = np.zeros((0, embedder.dim), dtype=np.float32)
         self.embedded_last_sync = 0
+        self._known: dict[str, tuple[np.ndarray, float]] = {}
+        """Every vector this buffer has held, by text hash (what `save` persists)."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -71,22 +73,26 @@ class SemanticLookasideBuffer:
         """A buffer with the same vectors, to sync while this one keeps serving scans."""
         twin = SemanticLookasideBuffer(self.embedder)
         twin.names, twin.hashes, twin.codes, twin.scales = self.names, self.hashes, self.codes, self.scales
+        twin._known = dict(self._known)
         twin._rebuild()
         return twin
 
     def sync(self, names: Sequence[str], texts: Sequence[str]) -> None:
-        """Make the buffer hold exactly these tools, embedding only texts it has not seen."""
-        known = {(name, digest): row for row, (name, digest) in enumerate(zip(self.names, self.hashes, strict=True))}
+        """Make the buffer hold exactly these tools, embedding only texts it has never seen.
+
+        Vectors are remembered by text hash even after their tool leaves the buffer, so upstreams that
+        reconnect, or connect in another order after a restart, are not embedded again.
+        """
         hashes = [text_hash(text, self.embedder.name) for text in texts]
-        missing = [i for i, key in enumerate(zip(names, hashes, strict=True)) if key not in known]
-        codes = np.zeros((len(names), self.embedder.dim), dtype=np.int8)
-        scales = np.zeros(len(names), dtype=np.float32)
-        for i, key in enumerate(zip(names, hashes, strict=True)):
-            if (row := known.get(key)) is not None:
-                codes[i], scales[i] = self.codes[row], self.scales[row]
+        missing = [i for i, digest in enumerate(hashes) if digest not in self._known]
         if missing:
             new_codes, new_scales = quantize(self.embedder.embed_batch([texts[i] for i in missing]))
-            codes[missing], scales[missing] = new_codes, new_scales
+            for j, i in enumerate(missing):
+                self._known[hashes[i]] = (new_codes[j], float(new_scales[j]))
+        codes = np.zeros((len(names), self.embedder.dim), dtype=np.int8)
+        scales = np.zeros(len(names), dtype=np.float32)
+        for i, digest in enumerate(hashes):
+            codes[i], scales[i] = self._known[digest]
         self.embedded_last_sync = len(missing)
         self.names, self.hashes, self.codes, self.scales = list(names), hashes, codes, scales
         self._rebuild()
@@ -114,6 +120,11 @@ class SemanticLookasideBuffer:
             hashes=np.asarray(self.hashes, dtype=np.str_),
             codes=self.codes,
             scales=self.scales,
+            known_hashes=np.asarray(list(self._known), dtype=np.str_),
+            known_codes=np.asarray([code for code, _ in self._known.values()], dtype=np.int8).reshape(
+                -1, self.embedder.dim
+            ),
+            known_scales=np.asarray([scale for _, scale in self._known.values()], dtype=np.float32),
         )
         tmp.replace(path)
 
@@ -123,14 +134,23 @@ class SemanticLookasideBuffer:
             with np.load(path, allow_pickle=False) as data:
                 if int(data["format"]) != _FORMAT or str(data["embedder"]) != self.embedder.name:
                     return False
-                codes = data["codes"]
-                if codes.ndim != 2 or codes.shape[1] != self.embedder.dim:
+                codes, known_codes = data["codes"], data["known_codes"]
+                if codes.ndim != 2 or codes.shape[1] != self.embedder.dim or known_codes.shape[1:] != codes.shape[1:]:
                     return False
-                self.names = [str(name) for name in data["names"]]
-                self.hashes = [str(digest) for digest in data["hashes"]]
-                self.codes, self.scales = codes.astype(np.int8), data["scales"].astype(np.float32)
+                names = [str(name) for name in data["names"]]
+                hashes = [str(digest) for digest in data["hashes"]]
+                scales = data["scales"].astype(np.float32)
+                known = {
+                    str(digest): (code, float(scale))
+                    for digest, code, scale in zip(data["known_hashes"], known_codes, data["known_scales"], strict=True)
+                }
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("ignoring unreadable index %s: %s", path, exc)
             return False
+        self.names, self.hashes, self.codes, self.scales = names, hashes, codes.astype(np.int8), scales
+        known.update(
+            (digest, (code, float(scale))) for digest, code, scale in zip(hashes, self.codes, scales, strict=True)
+        )
+        self._known = known
         self._rebuild()
         return True

@@ -89,3 +89,17 @@ def test_ten_thousand_tools_fit_in_one_matrix():
     assert slb.codes.shape == (10_000, embedder.dim) and slb.codes.nbytes == 10_000 * embedder.dim
     scores = slb.scan(slb.embed_query("tool number 4242 handles topic 59 and object 24"))
     assert slb.names[int(np.argmax(scores))] == "tool_4242"
+
+
+def test_vectors_are_remembered_when_tools_come_and_go(tmp_path: Path):
+    """Upstreams connect one at a time: a tool that leaves and comes back is not embedded again."""
+    embedder = CountingEmbedder()
+    slb = SemanticLookasideBuffer(embedder)
+    slb.sync(list(TEXTS), list(TEXTS.values()))
+    slb.sync(["notes__search"], [TEXTS["notes__search"]])
+    slb.save(tmp_path / "index.npz")
+    restarted = SemanticLookasideBuffer(embedder)
+    assert restarted.load(tmp_path / "index.npz")
+    restarted.sync(["weather__forecast"], [TEXTS["weather__forecast"]])
+    restarted.sync(list(TEXTS), list(TEXTS.values()))
+    assert len(embedder.embedded) == 3 and restarted.embedded_last_sync == 0
