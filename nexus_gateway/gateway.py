@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -136,7 +135,7 @@ class Gateway:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
         want = k or self.settings.search_k
         hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
-        tau = getattr(self.retriever, "tau", math.inf)
+        tau = self.retriever.tau
         automatic = bool(hits) and (len(hits) == 1 or hits[0].score - hits[1].score >= tau)
         results = []
         for rank, hit in enumerate(hits[:want]):

@@ -70,6 +70,9 @@ def _stem(word: str) -> str:
 
 
 class BM25Retriever:
+    tau = math.inf
+    """Uncalibrated: BM25 scores have no fixed scale, so nothing is routed automatically."""
+
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b

@@ -17,7 +17,13 @@ class Hit:
 
 
 class Retriever(Protocol):
-    """Ranks catalog tools for a query. `index` is called with the whole catalog after each change."""
+    """Ranks catalog tools for a query. `index` is called with the whole catalog after each change.
+
+    `tau` is the margin gate: when the first hit's score beats the second's by at least `tau`, the
+    choice is automatic (`math.inf`: never).
+    """
+
+    tau: float
 
     def index(self, records: Sequence[ToolRecord]) -> None: ...
 
