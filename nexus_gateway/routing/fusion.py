@@ -21,7 +21,12 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def fuse(
-    dense: np.ndarray, lexical: np.ndarray, method: FusionMethod = "linear", weight: float = LEXICAL_WEIGHT
+    dense: np.ndarray,
+    lexical: np.ndarray,
+    method: FusionMethod = "linear",
+    weight: float = LEXICAL_WEIGHT,
+    *,
+    peak: float | None = None,
 ) -> np.ndarray:
     """One score per tool. `linear`: cosine + weight x BM25 / max BM25 (margins stay on the cosine scale);
     `rrf`: reciprocal-rank fusion; `dense` / `lexical`: one side alone."""
@@ -31,7 +36,8 @@ def fuse(
         return np.asarray(lexical, dtype=np.float64)
     if method == "rrf":
         return 1.0 / (RRF_K + _ranks(dense)) + 1.0 / (RRF_K + _ranks(lexical))
-    peak = float(lexical.max()) if len(lexical) else 0.0
+    if peak is None:
+        peak = float(lexical.max()) if len(lexical) else 0.0
     normalized = lexical / peak if peak > 0 else np.zeros_like(lexical, dtype=np.float64)
     return np.asarray(dense, dtype=np.float64) + weight * normalized
 

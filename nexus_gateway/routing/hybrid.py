@@ -8,6 +8,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.embedders import Embedder, make_embedder
@@ -19,6 +21,8 @@ from nexus_gateway.routing.slb import SemanticLookasideBuffer
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
+LARGE_POOL = 256
+"""Above FAISS_ABOVE tools, the dense and lexical top lists of this length are fused."""
 
 
 class HybridRetriever:
@@ -68,8 +72,17 @@ class HybridRetriever:
             slb, lexical = self.slb, self.lexical
         if not len(slb):
             return []
-        scores = fuse(slb.scan(slb.embed_query(query)), lexical.scores(query), self.method)
-        return [Hit(slb.names[i], float(scores[i])) for i in top_k(scores, k)]
+        vector = slb.embed_query(query)
+        lexical_scores = lexical.scores(query)
+        if not slb.large:
+            scores = fuse(slb.scan(vector), lexical_scores, self.method)
+            return [Hit(slb.names[i], float(scores[i])) for i in top_k(scores, k)]
+        # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one).
+        dense_rows, _ = slb.top(vector, LARGE_POOL)
+        rows = np.union1d(dense_rows, top_k(lexical_scores, LARGE_POOL))
+        peak = float(lexical_scores.max())
+        scores = fuse(slb.scores_of(vector, rows), lexical_scores[rows], self.method, peak=peak)
+        return [Hit(slb.names[rows[i]], float(scores[i])) for i in top_k(scores, k)]
 
 
 def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> Retriever:

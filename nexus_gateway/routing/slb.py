@@ -2,11 +2,10 @@
 
 Each tool's embedding is quantized per vector (int8 codes and one float scale), which is what is kept
 and persisted: 4x smaller than float32, and a restart re-embeds nothing. The scan works on the
-dequantized matrix (codes x scale, cached as float32): one single-threaded BLAS matrix-vector product.
-
-faiss was measured too (`nexus-gateway bench routing`, 384 dims, one thread): its flat top-10 search is
-faster than numpy only above a few thousand tools (10,000: 0.52 ms against 0.86 ms), but hybrid fusion
-needs every tool's score, and a full-score faiss search was far slower (10,000: 24 ms). So: numpy.
+dequantized matrix (codes x scale, cached as float32): one single-threaded BLAS matrix-vector product
+gives every tool's score. Above `FAISS_ABOVE` tools a faiss flat index answers top-k instead: measured
+with `nexus-gateway bench routing` (384 dims, one thread), numpy is faster up to a few thousand tools
+(250: 4.8 us against 10 us) and faiss above (10,000: 0.34 ms against 1.26 ms).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import logging
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from nexus_gateway.routing.embedders import Embedder
 logger = logging.getLogger(__name__)
 
 _FORMAT = 2
+FAISS_ABOVE = 4096
 
 
 _blas_limited = False
@@ -99,6 +100,33 @@ class SemanticLookasideBuffer:
 
     def _rebuild(self) -> None:
         self._matrix = np.ascontiguousarray(self.codes.astype(np.float32) * self.scales[:, None])
+        self._faiss: Any = None
+        if len(self.names) > FAISS_ABOVE:
+            import faiss
+
+            faiss.omp_set_num_threads(1)
+            self._faiss = faiss.IndexFlatIP(self.embedder.dim)
+            self._faiss.add(self._matrix)
+
+    @property
+    def large(self) -> bool:
+        """Whether `top` answers from faiss (and a full `scan` should be avoided)."""
+        return self._faiss is not None
+
+    def top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, scores) of the k best tools, best first."""
+        k = min(k, len(self.names))
+        if self._faiss is not None:
+            scores, ids = self._faiss.search(query[None, :].astype(np.float32), k)
+            return ids[0].astype(np.int64), scores[0]
+        scores = self.scan(query)
+        best = np.argpartition(-scores, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return best, scores[best]
+
+    def scores_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact scores of some tools only."""
+        return self._matrix[rows] @ query
 
     def scan(self, query: np.ndarray) -> np.ndarray:
         """Inner product of `query` (a unit vector) with every tool vector, in buffer order."""

@@ -37,3 +37,20 @@ def test_bm25_spec_builds_the_lexical_retriever(tmp_path: Path):
     retriever = build_retriever("bm25", tmp_path)
     retriever.index(RECORDS)
     assert retriever.search("search notes", 1)[0].name == "notes__search_notes"
+
+
+def test_large_catalogs_answer_from_faiss_with_the_same_ranking(monkeypatch):
+    from nexus_gateway.routing import hybrid, slb
+
+    many = [record("bulk", f"tool_{i}", f"handles topic {i % 41} for object {i % 13}") for i in range(300)] + RECORDS
+    small = HybridRetriever(make_embedder("hashing"))
+    small.index(many)
+    expected = small.search("weather forecast for a city", 5)
+    monkeypatch.setattr(slb, "FAISS_ABOVE", 100)
+    monkeypatch.setattr(hybrid, "LARGE_POOL", 20)
+    large = HybridRetriever(make_embedder("hashing"))
+    large.index(many)
+    assert large.slb.large and not small.slb.large
+    found = large.search("weather forecast for a city", 5)
+    assert found[0].name == expected[0].name == "weather__get_forecast"
+    assert [round(h.score, 5) for h in found] == [round(h.score, 5) for h in expected]  # equal up to ties
