@@ -77,6 +77,11 @@ class NexusSettings(BaseModel):
     pinned: list[str] = Field(default_factory=list)
     """Namespaced tools exposed directly in routed mode, beside the meta-tools."""
     auto_execute: list[str] = Field(default_factory=list)
+    """Tools `run` calls without asking, besides those annotated `readOnlyHint` (namespaced names)."""
+    run: bool = True
+    """Serve the `run` meta-tool (its local model loads on the first call); false turns it off."""
+    run_mode: Literal["signature", "splice", "prefill"] = "signature"
+    """How `run` shows the chosen tool to the local model."""
     call_timeout: float = Field(default=30.0, gt=0)
     start_timeout: float = Field(default=20.0, gt=0)
     restart_backoff_initial: float = Field(default=0.25, gt=0)

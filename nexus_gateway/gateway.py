@@ -4,6 +4,7 @@
                  -> every upstream tool, namespaced      [passthrough]
     search_tools -> Retriever -> signatures
     call_tool    -> Catalog lookup -> validate arguments -> UpstreamPool -> result
+    run          -> route -> local model fills the arguments -> validate -> call (run_tool.py)
 
 Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream error) come back as
 `CallToolResult(is_error=True)` with a message a model can act on; nothing here raises for them.
@@ -30,6 +31,7 @@ from nexus_gateway.errors import ArgumentsInvalid, NexusError, UnknownTool, Upst
 from nexus_gateway.metrics import Metrics
 from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
+from nexus_gateway.run_tool import Runner
 from nexus_gateway.signatures import signature
 from nexus_gateway.upstream import Upstream, UpstreamPool
 from nexus_gateway.validation import validate_arguments
@@ -80,6 +82,7 @@ class Gateway:
         self._ready = False
         self._index_limiter = anyio.CapacityLimiter(1)
         self.metrics = Metrics()
+        self.runner = Runner(self)
 
     async def __aenter__(self) -> Gateway:
         await self.pool.__aenter__()
@@ -92,7 +95,10 @@ class Gateway:
             self._ready = True
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.pool.__aexit__(*exc_info)
+        try:
+            await self.runner.aclose()
+        finally:
+            await self.pool.__aexit__(*exc_info)
 
     def on_change(self, listener: ChangeListener) -> None:
         """Call `listener` whenever the tools, resources or prompts the gateway serves change."""
@@ -129,7 +135,7 @@ class Gateway:
             return [record.to_wire() for record in self.catalog]
         servers = sorted(self.pool.upstreams)
         pinned = [record.to_wire() for name in self.settings.pinned if (record := self.catalog.get(name))]
-        return meta_tools.definitions(len(self.catalog), servers) + pinned
+        return meta_tools.definitions(len(self.catalog), servers, run=self.settings.run) + pinned
 
     async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
@@ -154,10 +160,13 @@ class Gateway:
             upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
         raise UnknownTool(name, self.catalog.close_matches(name))
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> ToolResult:
-        """Serve a tools/call: a meta-tool or a namespaced upstream tool."""
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, session: object = None) -> ToolResult:
+        """Serve a tools/call: a meta-tool or a namespaced upstream tool. `session` (the client's session
+        object) keys `run`'s engine session."""
         arguments = arguments or {}
         try:
+            if name == meta_tools.RUN:
+                return await self.runner.run(arguments, session)
             if name in meta_tools.NAMES:
                 return await self._call_meta(name, arguments)
             return await self.call_upstream(self.resolve(name), arguments)

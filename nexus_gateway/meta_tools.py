@@ -7,12 +7,32 @@ from typing import Any
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
 DESCRIBE_TOOL = "describe_tool"
-NAMES = frozenset({SEARCH_TOOLS, CALL_TOOL, DESCRIBE_TOOL})
+RUN = "run"
+NAMES = frozenset({SEARCH_TOOLS, CALL_TOOL, DESCRIBE_TOOL, RUN})
 
 _READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
 
 
-def definitions(tool_count: int, servers: list[str]) -> list[dict[str, Any]]:
+RUN_DEFINITION: dict[str, Any] = {
+    "name": RUN,
+    "description": (
+        "Do a request in one step: the gateway picks the tool, fills its arguments with a local model, checks "
+        "them against the tool's schema and calls it. Read-only tools (and those the user allowed) run at once; "
+        "for others the proposed call comes back to confirm with call_tool. When several tools fit equally, "
+        "the candidates come back instead."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "request": {"type": "string", "description": "What to do, in plain words, with every value needed."},
+            "context": {"type": "string", "description": "Anything from the conversation the request relies on."},
+        },
+        "required": ["request"],
+    },
+}
+
+
+def definitions(tool_count: int, servers: list[str], *, run: bool = True) -> list[dict[str, Any]]:
     shown = ", ".join(servers[:12]) + (", ..." if len(servers) > 12 else "")
     where = f"{tool_count} tools from {len(servers)} servers ({shown})"
     return [
@@ -64,4 +84,4 @@ def definitions(tool_count: int, servers: list[str]) -> list[dict[str, Any]]:
             },
             "annotations": _READ_ONLY,
         },
-    ]
+    ] + ([RUN_DEFINITION] if run else [])

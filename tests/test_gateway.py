@@ -27,7 +27,7 @@ async def test_routed_mode_serves_meta_tools_and_pinned_tools(tmp_path: Path):
     config = make_config(tmp_path, {"one": faulty()}, mode="routed", pinned=["one__echo"])
     async with running_gateway(config) as (_, client):
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == ["search_tools", "call_tool", "describe_tool", "one__echo"]
+        assert names == ["search_tools", "call_tool", "describe_tool", "run", "one__echo"]
         found = await client.call_tool("search_tools", {"query": "sleep for some seconds", "k": 2})
         assert found.structured_content["tools"][0]["name"] == "one__sleep"
         assert text_of(found).splitlines()[0] == "one__sleep(seconds: float) - Sleep, then answer"

@@ -20,10 +20,13 @@ def _pyplot() -> Any:
 
 
 def _policy_band(axis: Any, p: int, d: int) -> None:
+    """Shade where the policy splices and recomputes (log depth axis; depth 0 is drawn at 1)."""
+    left = 0.8
     if p >= 0:
-        axis.axvspan(0, max(p, 0.5), color="tab:green", alpha=0.08, label=f"splice (depth <= P={p})")
+        axis.axvspan(left, max(p, 1) * 1.2, color="tab:green", alpha=0.1, label=f"splice (depth <= P={p})")
     if d - 1 > p:
-        axis.axvspan(max(p, 0.5), d, color="tab:orange", alpha=0.08, label=f"recompute (P < depth < D={d})")
+        axis.axvspan(max(p, 1) * 1.2, d, color="tab:orange", alpha=0.08, label=f"recompute (P < depth < D={d})")
+    axis.set_xlim(left=left)
 
 
 def fidelity_plot(report: dict[str, Any], policy: dict[str, Any], path: Path, kl_target: float) -> None:
@@ -40,7 +43,7 @@ def fidelity_plot(report: dict[str, Any], policy: dict[str, Any], path: Path, kl
         greedy_axis.plot(depths, [row["greedy_agree"] for row in chosen], marker="o", label=f"R={fraction:g}")
     kl_axis.axhline(kl_target, color="black", ls="--", lw=1, label=f"target {kl_target:g} nats")
     kl_axis.set_yscale("log")
-    kl_axis.set_title("KL(prefill || splice), mean (solid) and max (dotted)")
+    kl_axis.set_title("KL(prefill || splice), mean (solid), max (dotted); 0 drawn at 1e-7")
     top1_axis.set_title("top-1 agreement with prefill")
     greedy_axis.set_title("32-token greedy agreement with prefill")
     rho = report.get("drift_proxy_spearman")

@@ -25,6 +25,8 @@ prefills instead (beyond D, at r = 1, or where r is below the fraction it requir
 
 The drift proxy: per-head key variance of each block (read from its payload) against its splice drift
 (KL at r = 0), Spearman's rho across tools at each depth > 0, averaged over depths.
+
+`noise_floor` measures that llama.cpp noise itself (prefill against prefill), for reading the results.
 """
 
 from __future__ import annotations
@@ -189,6 +191,38 @@ def measure(
             if progress is not None:
                 progress(f"depth {depth}: {number}/{len(cases)}")
     return trials, proxies
+
+
+def noise_floor(
+    runtime: Runtime, cases: Sequence[BenchCase], filler: Sequence[BenchCase], *, depths: Sequence[int] = DEPTHS
+) -> dict[int, dict[str, float]]:
+    """How far two plain prefills of the same text drift apart in llama.cpp alone, per depth (mean KL over
+    cases of the first argument token): `cells` when the text sits in other KV cells (a 64-token neighbour
+    sequence occupies the first free ones), `batch` when its last quarter is decoded in a second call.
+    This is the floor below which no splice measurement means anything."""
+    blocks, _ = _blocks(runtime, cases)
+    floor: dict[int, dict[str, float]] = {}
+    for depth in depths:
+        runtime.reset()
+        base = runtime.open_session()
+        if depth:
+            runtime.append(base, history(runtime, filler, depth), logits=False)
+        work, spacer = runtime.open_session().seq, runtime.open_session()
+        bench = _Bench(runtime, base.seq, work, base.n_past, 1)
+        drift: dict[str, list[float]] = {"cells": [], "batch": []}
+        for case in cases:
+            block = blocks[case.id]
+            n = len(block.tokens)
+            request = runtime.model.tokenize(runtime.layout.request_text(case.query), special=True)
+            reference, _ = bench.run(block, request, splice=False, recompute=0)
+            split, _ = bench.run(block, request, splice=False, recompute=max(1, n // 4))
+            runtime.ctx.decode(spacer.seq, list(block.tokens)[:1] * 64, spacer.n_past, logits=False)
+            moved, _ = bench.run(block, request, splice=False, recompute=0)
+            runtime.ctx.seq_rm(spacer.seq, spacer.n_past, -1)
+            drift["batch"].append(kl_divergence(reference, split))
+            drift["cells"].append(kl_divergence(reference, moved))
+        floor[depth] = {kind: float(np.mean(values)) for kind, values in drift.items()}
+    return floor
 
 
 def cells(trials: Sequence[Trial]) -> list[Cell]:

@@ -227,6 +227,9 @@ def fidelity(
     offset: Annotated[int, typer.Option(help="Skip this many tools first.")] = 0,
     kl_target: Annotated[float, typer.Option(help="KL residual (nats) for the figure and in-run calibration.")] = 0.01,
     quick: Annotated[bool, typer.Option(help="8 tools, depths 0,64,256,1024, 16 greedy tokens.")] = False,
+    noise_floor: Annotated[
+        bool, typer.Option(help="Only measure llama.cpp's own prefill-vs-prefill drift (cells, batching).")
+    ] = False,
     config: ConfigOpt = None,
     compiled: CompiledOpt = None,
     model: ModelOpt = None,
@@ -243,6 +246,11 @@ def fidelity(
                                gpu_layers=gpu_layers, compiled=compiled)  # fmt: skip
     depths, greedy = (list(bench.DEPTHS), 32) if not quick else ([0, 64, 256, 1024], 16)
     chosen, others = _bench_cases(tools, cases, 8 if quick else count, offset)
+    if noise_floor:
+        floor = _on_engine(settings, root, lambda rt: bench.noise_floor(rt, chosen, others, depths=depths))
+        _write(json_out, {"noise_floor_kl_mean": floor})
+        out.print_json(json.dumps(floor))
+        return
 
     def job(rt: Runtime) -> tuple[dict[str, Any], dict[str, Any], dict[int, float]]:
         with _progress(len(depths) * len(chosen), "fidelity") as advance:

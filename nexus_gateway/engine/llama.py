@@ -283,3 +283,75 @@ class LlamaContext:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+"""`llama_token_data` as a numpy record, so a whole vocabulary is handed to llama.cpp without a Python loop."""
+
+
+class GrammarSampler:
+    """A GBNF grammar over a model's vocabulary (llama.cpp's grammar sampler): which tokens may come next.
+
+    `choose(logits)` is the grammar-constrained greedy pick: the best-scoring token the grammar allows.
+    It asks the grammar about the `shortlist` best tokens first, then 64 times as many, and only scans
+    the whole vocabulary when none of them is allowed: the same token as masking every logit.
+    `accept(token)` advances the grammar (also over tokens already in the prompt). Owned by the engine
+    thread; `close()` frees it.
+    """
+
+    def __init__(self, model: LlamaModel, grammar: str, *, root: str = "root", shortlist: int = 64) -> None:
+        handle = lc.llama_sampler_init_grammar(model._vocab, grammar.encode(), root.encode())
+        if not handle:
+            raise EngineError("llama.cpp could not parse the grammar (see the log for the reason)")
+        self._handle: Any = handle
+        self._n_vocab = model.info.n_vocab
+        self._shortlist = shortlist
+
+    def _check(self) -> Any:
+        if self._handle is None:
+            raise EngineError("the grammar sampler is closed")
+        return self._handle
+
+    def accept(self, token: int) -> None:
+        lc.llama_sampler_accept(self._check(), token)
+
+    def _best_allowed(self, ids: np.ndarray, logits: np.ndarray) -> int | None:
+        data = np.zeros(len(ids), dtype=_TOKEN_DATA)
+        data["id"], data["logit"] = ids, logits
+        pointer = data.ctypes.data_as(ctypes.POINTER(lc.llama_token_data))
+        array = lc.llama_token_data_array(data=pointer, size=len(ids), selected=-1, sorted=False)
+        lc.llama_sampler_apply(self._check(), ctypes.byref(array))
+        scores = data["logit"][: array.size]
+        best = int(np.argmax(scores))
+        return int(data["id"][best]) if np.isfinite(scores[best]) else None
+
+    def choose(self, logits: np.ndarray) -> int | None:
+        """The highest-logit token the grammar allows next; None when it allows none (it is complete)."""
+        order: np.ndarray | None = None
+        for count in (self._shortlist, self._shortlist * 64):
+            if count >= self._n_vocab:
+                break
+            top = np.argpartition(-logits, count - 1)[:count]
+            chosen = self._best_allowed(top, logits[top])
+            if chosen is not None:
+                return chosen
+        order = np.arange(self._n_vocab, dtype=np.int64)
+        return self._best_allowed(order, logits)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            lc.llama_sampler_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> GrammarSampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def schema_to_gbnf(schema: str, prop_order: list[str] | None = None) -> str:
+    """llama.cpp's JSON Schema -> GBNF converter (pure Python; raises on schemas it cannot express)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(schema, prop_order)

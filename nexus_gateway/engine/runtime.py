@@ -135,6 +135,21 @@ class Runtime:
         state.logits = None
         return placement
 
+    def prefill_tool(self, state: SessionState, record: ToolRecord) -> Placement:
+        """Add a tool's full schema text by plain prefill, whatever the depth policy says (the baseline)."""
+        tokens, _ = self.tool_tokens(record)
+        placement = self.splicer.prefill(state.seq, state.n_past, tokens, reason="prefill mode")
+        state.n_past += len(tokens)
+        state.logits = None
+        return placement
+
+    def rewind(self, state: SessionState, n_past: int) -> None:
+        """Drop everything the session holds from position `n_past` on (a turn's scratch work)."""
+        if n_past < state.n_past and not self.ctx.seq_rm(state.seq, n_past, -1):
+            raise EngineError(f"could not drop positions from {n_past} of sequence {state.seq}")
+        state.n_past = min(state.n_past, n_past)
+        state.logits = None
+
     def greedy(self, state: SessionState, max_tokens: int) -> list[int]:
         """Greedy continuation from the session's last logits, stopping after an end-of-turn token."""
         if state.logits is None:

@@ -24,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "nexus-gateway fronts many MCP servers. In routed mode, call search_tools with what you want to do, "
-    "then call_tool with the name and arguments of the tool you chose; describe_tool shows a full schema."
+    "then call_tool with the name and arguments of the tool you chose; describe_tool shows a full schema; "
+    "run does a plain request in one step."
 )
 
 
@@ -42,7 +43,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return await gateway.call_tool(params.name, params.arguments)
+        return await gateway.call_tool(params.name, params.arguments, session=ctx.session)
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()

@@ -1,0 +1,131 @@
+"""Argument evaluation: for each case, arguments for the gold tool (or the routed one), compared to the gold.
+
+Without routing the gold tool is given. With routing the gateway's retriever (the default hybrid index
+over every tool of the set) picks the top-1 first; a wrong tool counts against `end_to_end`. Arguments
+compare as DESIGN.md says (`arguments_match`). One engine session holds `depth` tokens of earlier turns,
+kept for every case; each case's tool text, request and arguments are decoded after it and dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexus_gateway.catalog import ToolRecord, content_hash
+from nexus_gateway.engine.settings import EngineSettings
+from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.evals.dataset import Case, arguments_match
+from nexus_gateway.generation.decoding import Mode
+from nexus_gateway.generation.generator import ArgumentGenerator, Generated
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    routed: str
+    generated: Generated
+
+    @property
+    def tool_ok(self) -> bool:
+        return self.routed == self.case.tool
+
+    @property
+    def args_ok(self) -> bool:
+        expected, actual = self.case.arguments or {}, self.generated.arguments or {}
+        return self.generated.schema_valid and arguments_match(expected, actual)
+
+
+def records_of(tools: Sequence[dict[str, Any]]) -> dict[str, ToolRecord]:
+    """One record per tool, named exactly as the set names it."""
+    records = {}
+    for tool in tools:
+        records[tool["name"]] = ToolRecord(
+            name=tool["name"], server=str(tool.get("server") or ""), upstream_name=tool["name"],
+            description=tool.get("description") or "", input_schema=dict(tool.get("inputSchema") or {}),
+            content_hash=content_hash(tool),
+        )  # fmt: skip
+    return records
+
+
+def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:
+    from nexus_gateway.routing.hybrid import build_retriever
+
+    retriever = build_retriever("default", Path(tempfile.mkdtemp(prefix="nexus-eval-")))
+    retriever.index(records)
+    return lambda query: hits[0].name if (hits := retriever.search(query, 1)) else ""
+
+
+def _history(cases: Sequence[Case], depth: int) -> str:
+    """Earlier turns (other requests and their gold arguments), at least `depth` tokens of them."""
+    turns = []
+    for case in cases:
+        arguments = {name: values[0] for name, values in (case.arguments or {}).items() if values}
+        turns.append(f"Earlier request: {case.query}\nArguments: {json.dumps(arguments)}\n")
+    text = "".join(turns) or "Earlier request: nothing\nArguments: {}\n"
+    return text * (1 + depth // max(1, len(text) // 8))
+
+
+def summarize(outcomes: Sequence[Outcome], *, routed: bool) -> dict[str, Any]:
+    n = len(outcomes)
+
+    def share(values: Sequence[bool]) -> float | None:
+        return round(sum(values) / len(values), 4) if values else None
+
+    on_gold = [o for o in outcomes if o.tool_ok]
+    ttft = [o.generated.ttft_ms for o in outcomes if o.generated.n_tokens]
+    return {
+        "n_cases": n,
+        "json_valid": share([o.generated.json_valid for o in outcomes]),
+        "schema_valid": share([o.generated.schema_valid for o in outcomes]),
+        "args_exact": share([o.args_ok for o in on_gold]),
+        "tool_top1": share([o.tool_ok for o in outcomes]) if routed else None,
+        "end_to_end": share([o.tool_ok and o.args_ok for o in outcomes]),
+        "ttft_ms_p50": round(statistics.median(ttft), 2) if ttft else None,
+        "total_ms_p50": round(statistics.median([o.generated.total_ms for o in outcomes]), 2) if n else None,
+    }
+
+
+async def evaluate_arguments(
+    tools: Sequence[dict[str, Any]],
+    cases: Sequence[Case],
+    settings: EngineSettings,
+    *,
+    mode: Mode = "signature",
+    route: bool = False,
+    depth: int = 0,
+    compiled_root: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], list[Outcome]]:
+    records = records_of(tools)
+    unknown = sorted({case.tool for case in cases} - set(records))
+    if unknown:
+        raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
+    router = _router(list(records.values())) if route else None
+    outcomes: list[Outcome] = []
+    async with LocalEngine(settings, compiled_root=compiled_root) as engine:
+        generator = ArgumentGenerator(engine, mode=mode)
+        session = await engine.open_session()
+        if depth:
+            history = _history(cases, depth)
+            await engine.run(lambda rt: rt.append(rt.session(session.id), rt.model.tokenize(history)[:depth]))
+        if mode == "splice":
+            await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
+        for done, case in enumerate(cases):
+            name = router(case.query) if router else case.tool
+            record = records.get(name, records[case.tool])
+            generated = await generator.generate(session, record, case.query)
+            outcomes.append(Outcome(case, name, generated))
+            if progress:
+                progress(done + 1, len(cases))
+        model = engine.settings.model or "default"
+    report = summarize(outcomes, routed=route)
+    report |= {"mode": mode, "routed": route, "depth": depth, "model": model,
+               "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes)}  # fmt: skip
+    return report, outcomes

@@ -1,0 +1,125 @@
+"""`ArgumentGenerator`: a request and a chosen tool in, arguments that validate out, with the trace.
+
+Three ways to show the tool to the model, in the same slot of the prompt (engine/prompt.py):
+
+    signature   its compressed one-line signature, prefilled (the default: fewest tokens)
+    splice      its full schema as a compiled KV block, spliced as the depth policy says
+    prefill     its full schema text, prefilled (the baseline)
+
+Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), so the text parses
+and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Session
+from nexus_gateway.engine.compiler import compile_tools
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_arguments
+from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
+from nexus_gateway.validation import schema_problems
+
+T = TypeVar("T")
+_PLAN_CACHE_LIMIT = 2048
+
+
+class RuntimeRunner(Protocol):
+    """Runs a function of the runtime on the engine thread (`LocalEngine.run`)."""
+
+    async def run(self, fn: Callable[[Runtime], T]) -> T: ...
+
+
+@dataclass(frozen=True)
+class Generated:
+    tool: str
+    arguments: dict[str, Any] | None
+    """The decoded arguments; None when the output was not a complete JSON object."""
+    text: str
+    mode: Mode
+    grammar: str
+    """`schema`, or `generic: <why>` when the schema could not be turned into a grammar."""
+    placement: str | None
+    """How the tool text entered the context: prefill, splice or recompute (None for a tool without parameters)."""
+    problems: tuple[str, ...] = field(default=())
+    """jsonschema's complaints about `arguments`."""
+    ttft_ms: float = 0.0
+    total_ms: float = 0.0
+    n_tokens: int = 0
+
+    @property
+    def json_valid(self) -> bool:
+        return self.arguments is not None
+
+    @property
+    def schema_valid(self) -> bool:
+        return self.arguments is not None and not self.problems
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "arguments": self.arguments, "mode": self.mode, "grammar": self.grammar, "placement": self.placement,
+            "ttft_ms": self.ttft_ms, "total_ms": self.total_ms, "tokens": self.n_tokens,
+        }  # fmt: skip
+
+
+def check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise ValueError(f"argument mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+class ArgumentGenerator:
+    def __init__(self, engine: RuntimeRunner, *, mode: Mode = "signature", max_tokens: int = 160) -> None:
+        self.engine = engine
+        self.mode = check_mode(mode)
+        self.max_tokens = max_tokens
+        self._plans: dict[str, GrammarPlan] = {}
+        self._compiled: set[str] = set()
+
+    def plan(self, record: ToolRecord) -> GrammarPlan:
+        key = record.content_hash or record.name
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _PLAN_CACHE_LIMIT:
+                self._plans.clear()
+            plan = self._plans[key] = grammar_for(record.input_schema)
+        return plan
+
+    async def prepare(self, records: list[ToolRecord]) -> None:
+        """Compile the blocks `splice` mode needs (incremental: known blocks are skipped)."""
+        todo = [record for record in records if (record.content_hash or record.name) not in self._compiled]
+        if todo:
+            await self.engine.run(lambda rt: compile_tools(rt, todo) if rt.store is not None else None)
+            self._compiled.update(record.content_hash or record.name for record in todo)
+
+    async def generate(
+        self, session: Session, record: ToolRecord, query: str, *, mode: Mode | None = None
+    ) -> Generated:
+        """Arguments for `record` from `query`, decoded in `session` (which is left as it was)."""
+        chosen = mode or self.mode
+        plan = self.plan(record)
+        if chosen == "splice":
+            await self.prepare([record])
+        decoded: Decoded = await self.engine.run(
+            lambda rt: decode_arguments(rt, rt.session(session.id), record, query, plan, chosen, self.max_tokens)
+        )
+        arguments = parse_object(decoded.text)
+        problems = tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None)) if (
+            arguments is not None
+        ) else ()  # fmt: skip
+        return Generated(
+            tool=record.name,
+            arguments=arguments,
+            text=decoded.text,
+            mode=chosen,
+            grammar="schema" if plan.kind == "schema" else f"generic: {plan.reason}",
+            placement=decoded.placement.mode if decoded.placement else None,
+            problems=problems,
+            ttft_ms=round(decoded.ttft_s * 1000, 2),
+            total_ms=round(decoded.total_s * 1000, 2),
+            n_tokens=decoded.n_tokens,
+        )

@@ -1,0 +1,101 @@
+"""One engine session per client session: its own sequence of the shared context, with its history.
+
+A client's runs are kept in order (one at a time per client); each leaves a short turn in its session
+(request, arguments, the start of the result), so the session's depth grows with use, as in the paper.
+Past `max_depth` tokens the session is rebuilt with only its latest turn. When every engine session is
+taken, the least recently used idle one is closed for the newcomer; concurrent clients share the model,
+the context's preamble cells and every compiled block.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+import anyio
+
+from nexus_gateway.engine import Session
+from nexus_gateway.engine.runtime import Runtime
+
+T = TypeVar("T")
+
+
+class SessionEngine(Protocol):
+    async def open_session(self) -> Session: ...
+    async def close_session(self, session: Session) -> None: ...
+    async def run(self, fn: Callable[[Runtime], T]) -> T: ...
+
+
+@dataclass
+class _Entry:
+    session: Session
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    users: int = 0
+    turns: list[str] = field(default_factory=list)
+
+
+class SessionPool:
+    def __init__(self, engine: SessionEngine, capacity: int, *, max_depth: int = 256) -> None:
+        self.engine = engine
+        self.capacity = capacity
+        self.max_depth = max_depth
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._guard = anyio.Lock()
+        self._released = anyio.Event()
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def _entry(self, key: Hashable) -> _Entry:
+        while True:
+            async with self._guard:
+                entry = self._entries.get(key)
+                if entry is None and len(self._entries) >= self.capacity:
+                    victim = next((k for k, e in self._entries.items() if e.users == 0), None)
+                    if victim is not None:
+                        await self.engine.close_session(self._entries.pop(victim).session)
+                        self.evictions += 1
+                if entry is None and len(self._entries) < self.capacity:
+                    entry = self._entries[key] = _Entry(await self.engine.open_session())
+                if entry is not None:
+                    self._entries.move_to_end(key)
+                    entry.users += 1
+                    return entry
+                released = self._released
+            await released.wait()  # every session is busy: wait for one to finish
+
+    @asynccontextmanager
+    async def lease(self, key: Hashable) -> AsyncIterator[Session]:
+        """The engine session of `key` (opened, or taken from the least recently used), held exclusively."""
+        entry = await self._entry(key)
+        try:
+            async with entry.lock:
+                yield entry.session
+        finally:
+            entry.users -= 1
+            self._released.set()
+            self._released = anyio.Event()
+
+    async def depth(self, session: Session) -> int:
+        return await self.engine.run(lambda rt: rt.session(session.id).n_past - rt.anchor)
+
+    async def remember(self, key: Hashable, turn: str) -> None:
+        """Add a turn to `key`'s session (call it inside `lease`); rebuild the session when it is too deep."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return
+        entry.turns = [*entry.turns[-7:], turn]
+        session = entry.session
+
+        def append(rt: Runtime) -> None:
+            state = rt.session(session.id)
+            tokens = rt.model.tokenize(turn, special=True)
+            if state.n_past - rt.anchor + len(tokens) > self.max_depth:
+                rt.rewind(state, rt.anchor)  # too deep: start again from the preamble with this turn only
+            rt.append(state, tokens[-self.max_depth :], logits=False)
+
+        await self.engine.run(append)

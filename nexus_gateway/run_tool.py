@@ -1,0 +1,144 @@
+"""The `run` meta-tool: route the request, generate the arguments, validate, call (or propose) the tool.
+
+    request -> Gateway.search -> margin gate -> (local model re-ranks when ambiguous) -> tool
+            -> ArgumentGenerator (the client's own engine session) -> jsonschema -> call_upstream
+
+Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
+proposed call comes back for the host to confirm with `call_tool`. When the re-rank is not confident
+either, the candidates come back instead of a guess. The engine starts on the first `run`, so
+`search_tools` and `call_tool` never wait for the model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import weakref
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine.settings import compiled_root, engine_settings
+from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.errors import NexusError
+from nexus_gateway.generation.generator import ArgumentGenerator, Generated
+from nexus_gateway.generation.rerank import choose
+from nexus_gateway.generation.sessions import SessionPool
+
+if TYPE_CHECKING:
+    from nexus_gateway.gateway import Gateway, SearchResult, ToolResult
+
+RERANK_MIN_PROBABILITY = 0.6
+"""The local model's choice among ambiguous candidates is taken only at this probability or above."""
+RESULT_CHARS = 200
+"""How much of a result a session keeps in its history."""
+
+
+def _text(content: list[dict[str, Any]]) -> str:
+    return "\n".join(str(block.get("text", "")) for block in content if block.get("type") == "text")
+
+
+def _result(text: str, structured: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
+    )
+
+
+class Runner:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.settings = gateway.settings
+        self._engine: LocalEngine | None = None
+        self._generator: ArgumentGenerator | None = None
+        self._pool: SessionPool | None = None
+        self._starting = anyio.Lock()
+        self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count(1)
+
+    async def _start(self) -> tuple[ArgumentGenerator, SessionPool]:
+        async with self._starting:
+            if self._generator is None or self._pool is None:
+                settings = engine_settings(self.gateway.config)
+                engine = LocalEngine(settings, compiled_root=compiled_root(settings, self.gateway.config))
+                await engine.__aenter__()
+                self._engine = engine
+                room = settings.n_ctx // settings.sessions - 256
+                self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
+                self._generator = ArgumentGenerator(engine, mode=self.settings.run_mode)
+            return self._generator, self._pool
+
+    async def aclose(self) -> None:
+        if self._engine is not None:
+            engine, self._engine, self._generator, self._pool = self._engine, None, None, None
+            await engine.__aexit__(None, None, None)
+
+    def _key(self, session: object | None) -> Hashable:
+        if session is None:
+            return 0
+        try:
+            return self._keys.setdefault(session, next(self._numbers))
+        except TypeError:  # not weak-referenceable: keyed by identity
+            return ("id", id(session))
+
+    async def run(self, arguments: dict[str, Any], session: object | None = None) -> ToolResult:
+        if not self.settings.run:
+            raise NexusError("run is turned off here (nexus.run is false): use search_tools, then call_tool.")
+        request = str(arguments.get("request", "")).strip()
+        if not request:
+            raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")
+        context = str(arguments.get("context") or "").strip()
+        query = f"{context}\n{request}" if context else request
+        results = await self.gateway.search(request)
+        if not results:
+            raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
+        generator, pool = await self._start()
+        key = self._key(session)
+        margin = round(results[0].score - results[1].score, 4) if len(results) > 1 else None
+        trace: dict[str, Any] = {"score": results[0].score, "margin": margin, "routing": "automatic"}
+        async with pool.lease(key) as engine_session:
+            chosen = results[0]
+            if not chosen.automatic:
+                signatures = [result.signature for result in results]
+                pick = await generator.engine.run(lambda rt: choose(rt, engine_session.id, query, signatures))
+                trace |= {"routing": "reranked", "rerank_probability": pick.probability}
+                if pick.probability < RERANK_MIN_PROBABILITY:
+                    return self._candidates(results, trace)
+                chosen = results[pick.index]
+            record = self.gateway.resolve(chosen.name)
+            generated = await generator.generate(engine_session, record, query)
+            trace |= {"tool": record.name, "score": chosen.score, **generated.trace()}
+            trace["session_depth"] = await pool.depth(engine_session)
+            if generated.arguments is None or generated.problems:
+                why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
+                text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
+                return _result(text, {"status": "invalid_arguments", "trace": trace}, error=True)
+            if not self._may_execute(record):
+                return self._proposal(record, generated, trace)
+            called = await self.gateway.call_upstream(record, generated.arguments)
+            upstream = called if isinstance(called, dict) else called.model_dump(by_alias=True, exclude_none=True)
+            answer = _text(upstream.get("content") or [])
+            turn = (f"Earlier request: {query}\nArguments: {json.dumps(generated.arguments)}\n"
+                    f"Result: {' '.join(answer.split())[:RESULT_CHARS]}\n")  # fmt: skip
+            await pool.remember(key, turn)
+        structured = {"status": "called", "trace": trace, "result": upstream.get("structuredContent")}
+        return {"content": upstream.get("content") or [], "structuredContent": structured,
+                "isError": bool(upstream.get("isError"))}  # fmt: skip
+
+    def _may_execute(self, record: ToolRecord) -> bool:
+        read_only = bool((record.annotations or {}).get("readOnlyHint"))
+        return read_only or record.name in self.settings.auto_execute
+
+    def _proposal(self, record: ToolRecord, generated: Generated, trace: dict[str, Any]) -> types.CallToolResult:
+        call = {"name": record.name, "arguments": generated.arguments}
+        text = (f"{record.name} is not read-only, so it was not called. To run it, call call_tool with "
+                f"{json.dumps(call)}")  # fmt: skip
+        return _result(text, {"status": "proposed", "call": call, "trace": trace})
+
+    def _candidates(self, results: list[SearchResult], trace: dict[str, Any]) -> types.CallToolResult:
+        lines = [result.signature for result in results]
+        text = "Several tools fit this request; choose one and call it with call_tool:\n" + "\n".join(lines)
+        candidates = [{"name": r.name, "signature": r.signature, "score": r.score} for r in results]
+        return _result(text, {"status": "ambiguous", "candidates": candidates, "trace": trace})

@@ -1,0 +1,30 @@
+"""Grammar plans: schema grammars, the generic fallback and why, tools without parameters."""
+
+from nexus_gateway.generation.grammar import MAX_GRAMMAR_CHARS, grammar_for, parse_object
+from tests.engine.conftest import WEATHER
+
+
+def test_an_ordinary_schema_gets_its_own_grammar_that_opens_with_a_required_key():
+    plan = grammar_for(WEATHER.input_schema)
+    assert plan.kind == "schema" and plan.opens_key and '"\\"city\\""' in plan.gbnf
+
+
+def test_string_characters_exclude_raw_control_characters_and_are_bounded():
+    gbnf = grammar_for(WEATHER.input_schema).gbnf
+    char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::="))
+    assert "\\x00-\\x1F" in char_rule and "char*" not in gbnf
+
+
+def test_a_huge_enum_falls_back_to_the_generic_object_grammar_and_says_why():
+    values = [f"option-number-{i}-with-a-long-name" for i in range(4000)]
+    plan = grammar_for({"type": "object", "properties": {"pick": {"enum": values}}, "required": ["pick"]})
+    assert plan.kind == "generic" and str(MAX_GRAMMAR_CHARS) in plan.reason and plan.opens_key
+
+
+def test_a_tool_without_parameters_needs_no_decoding():
+    assert grammar_for({"type": "object"}).empty and grammar_for({}).empty
+
+
+def test_only_a_complete_json_object_parses():
+    assert parse_object('{"a": 1') is None and parse_object("[1]") is None
+    assert parse_object('{"a": 1}') == {"a": 1}

@@ -1,0 +1,38 @@
+"""Engine sessions per client: history that grows, least-recently-used eviction, exclusive leases."""
+
+import anyio
+import pytest
+
+from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.generation.sessions import SessionPool
+from tests.engine.conftest import settings
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_client_session_keeps_its_history_and_the_least_recently_used_is_evicted(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 2, max_depth=400)
+            async with pool.lease("a") as a:
+                await pool.remember("a", "Earlier request: hi\nArguments: {}\n")
+                grown = await pool.depth(a)
+            async with pool.lease("b") as b:
+                assert await pool.depth(b) == 0
+            async with pool.lease("a") as again:
+                assert again == a and await pool.depth(again) == grown > 0
+            async with pool.lease("c"):
+                pass
+            assert pool.evictions == 1 and len(pool) == 2
+            async with pool.lease("a") as kept:  # "b" was the least recently used, so "a" survived
+                assert kept == a and await pool.depth(kept) == grown
+
+
+async def test_a_session_too_deep_is_rebuilt_from_its_latest_turn(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=1), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 1, max_depth=40)
+            async with pool.lease("a") as a:
+                for number in range(6):
+                    await pool.remember("a", f"Earlier request: turn {number}\nArguments: {{}}\n")
+                assert 0 < await pool.depth(a) <= 40
