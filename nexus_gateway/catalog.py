@@ -61,11 +61,14 @@ class ToolRecord:
     """The description differs from the one first seen for this tool (a possible tool-poisoning change)."""
 
     @classmethod
-    def from_tool(cls, server: str, tool: Mapping[str, Any], *, description_changed: bool = False) -> ToolRecord:
-        """Build a record from an MCP Tool in wire form (camelCase keys)."""
+    def from_tool(
+        cls, server: str, tool: Mapping[str, Any], *, description_changed: bool = False, name: str | None = None
+    ) -> ToolRecord:
+        """Build a record from an MCP Tool in wire form (camelCase keys); `name` overrides the namespaced
+        name (evaluation sets keep their tools' names exactly as given)."""
         schema = tool.get("inputSchema") or {"type": "object"}
         return cls(
-            name=namespaced_name(server, tool["name"]),
+            name=name or namespaced_name(server, tool["name"]),
             server=server,
             upstream_name=tool["name"],
             description=tool.get("description") or "",

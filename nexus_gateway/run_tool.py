@@ -128,8 +128,7 @@ class Runner:
                 "isError": bool(upstream.get("isError"))}  # fmt: skip
 
     def _may_execute(self, record: ToolRecord) -> bool:
-        read_only = bool((record.annotations or {}).get("readOnlyHint"))
-        return read_only or record.name in self.settings.auto_execute
+        return record.read_only or record.name in self.settings.auto_execute
 
     def _proposal(self, record: ToolRecord, generated: Generated, trace: dict[str, Any]) -> types.CallToolResult:
         call = {"name": record.name, "arguments": generated.arguments}

@@ -52,7 +52,7 @@ def _run(tools: Path, cases: Path, distractors: list[Path], sizes: list[int], **
     from nexus_gateway.evals.routing import evaluate_routing
 
     pool, loaded = _load(tools, cases, distractors, kw.pop("limit"), kw["seed"])
-    embedder = _embedder(kw.pop("embedder_spec"))
+    embedder = kw.pop("embedder")
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"routing {len(loaded)} cases among {len(pool)} tools", total=len(sizes))
 
@@ -72,14 +72,14 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _default_tau(embedder_spec: str, fusion: str) -> float:
+def _default_tau(embedder_name: str, fusion: str) -> float:
     from nexus_gateway.routing.gate import Calibration
     from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
 
     if not DEFAULT_CALIBRATION.exists():
         return float("inf")
     calibration = Calibration.load(DEFAULT_CALIBRATION)
-    same = calibration.embedder == _embedder(embedder_spec).name and calibration.fusion == fusion
+    same = calibration.embedder == embedder_name and calibration.fusion == fusion
     return calibration.tau if same else float("inf")
 
 
@@ -99,8 +99,9 @@ def eval_routing(
     """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate."""
     method = "lexical" if embedder == "bm25" else fusion
     try:
-        threshold = tau if tau is not None else _default_tau(embedder, method)
-        report = _run(tools, cases, distractors, _sizes(sizes), seed=seed, limit=limit, embedder_spec=embedder,
+        model = _embedder(embedder)
+        threshold = tau if tau is not None else _default_tau(model.name, method)
+        report = _run(tools, cases, distractors, _sizes(sizes), seed=seed, limit=limit, embedder=model,
                       method=method, tau=threshold)  # fmt: skip
     except (ConfigError, ValueError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)

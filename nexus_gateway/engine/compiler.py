@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexus_gateway.catalog import ToolRecord, content_hash, namespaced_name
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import BlockRejected, ConfigError, EngineError
 
@@ -87,14 +87,5 @@ def records_from_tools_json(path: Path) -> list[ToolRecord]:
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise ConfigError(f"{path}: item {index} is not an MCP Tool object with a name")
         server = str(tool.get("server") or "")
-        records.append(
-            ToolRecord(
-                name=namespaced_name(server, tool["name"]) if server else tool["name"],
-                server=server,
-                upstream_name=tool["name"],
-                description=tool.get("description") or "",
-                input_schema=dict(tool.get("inputSchema") or {"type": "object"}),
-                content_hash=content_hash(tool),
-            )
-        )
+        records.append(ToolRecord.from_tool(server, tool, name=None if server else tool["name"]))
     return records

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexus_gateway.catalog import ToolRecord, content_hash
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.evals.dataset import Case, arguments_match
@@ -44,14 +44,9 @@ class Outcome:
 
 def records_of(tools: Sequence[dict[str, Any]]) -> dict[str, ToolRecord]:
     """One record per tool, named exactly as the set names it."""
-    records = {}
-    for tool in tools:
-        records[tool["name"]] = ToolRecord(
-            name=tool["name"], server=str(tool.get("server") or ""), upstream_name=tool["name"],
-            description=tool.get("description") or "", input_schema=dict(tool.get("inputSchema") or {}),
-            content_hash=content_hash(tool),
-        )  # fmt: skip
-    return records
+    return {
+        tool["name"]: ToolRecord.from_tool(str(tool.get("server") or ""), tool, name=tool["name"]) for tool in tools
+    }
 
 
 def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:

@@ -18,14 +18,13 @@ from typing import Any
 import numpy as np
 
 from nexus_gateway.evals.dataset import Case
-from nexus_gateway.routing.bm25 import tokenize
+from nexus_gateway.routing.bm25 import idf, term_scores, tokenize
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
 from nexus_gateway.routing.retriever import index_text
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 
-K1, B = 1.2, 0.75
 Progress = Callable[[str, int, int], None]
 
 
@@ -52,15 +51,15 @@ class _Pool:
         self.lengths = np.array([sum(terms.values()) for terms in self.terms], dtype=np.float64)
 
     def bm25(self, query_terms: list[str], candidates: np.ndarray) -> np.ndarray:
+        """BM25 over the candidate set alone (its own document frequencies), as an index of just these tools."""
         scores = np.zeros(len(candidates))
         lengths = self.lengths[candidates]
-        norm = K1 * (1 - B + B * lengths / (lengths.mean() or 1.0))
+        average = float(lengths.mean()) or 1.0
         for term in set(query_terms):
             tf = np.fromiter((self.terms[c].get(term, 0) for c in candidates), dtype=np.float64, count=len(candidates))
             df = int(np.count_nonzero(tf))
             if df:
-                idf = np.log(1 + (len(candidates) - df + 0.5) / (df + 0.5))
-                scores += idf * tf * (K1 + 1) / (tf + norm)
+                scores += term_scores(tf, idf(len(candidates), df), lengths, average)
         return scores
 
 

@@ -69,11 +69,25 @@ def _stem(word: str) -> str:
     return word
 
 
+K1, B = 1.2, 0.75
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_scores(
+    tf: np.ndarray, idf: float, lengths: np.ndarray, average: float, k1: float = K1, b: float = B
+) -> np.ndarray:
+    """One query term's BM25 contribution for documents with term frequencies `tf` and these lengths."""
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / average))
+
+
 class BM25Retriever:
     tau = math.inf
     """Uncalibrated: BM25 scores have no fixed scale, so nothing is routed automatically."""
 
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, *, k1: float = K1, b: float = B) -> None:
         self.k1 = k1
         self.b = b
         self._names: list[str] = []
@@ -95,9 +109,7 @@ class BM25Retriever:
                 self._postings.setdefault(term, []).append((doc, count))
         self._lengths = np.asarray(lengths, dtype=np.float64)
         n = len(self._names)
-        self._idf = {
-            term: math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5)) for term, docs in self._postings.items()
-        }
+        self._idf = {term: idf(n, len(docs)) for term, docs in self._postings.items()}
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every indexed tool, in index order."""
@@ -111,8 +123,7 @@ class BM25Retriever:
                 continue
             docs = np.fromiter((doc for doc, _ in postings), dtype=np.int64, count=len(postings))
             tf = np.fromiter((count for _, count in postings), dtype=np.float64, count=len(postings))
-            norm = self.k1 * (1 - self.b + self.b * self._lengths[docs] / average)
-            scores[docs] += self._idf[term] * tf * (self.k1 + 1) / (tf + norm)
+            scores[docs] += term_scores(tf, self._idf[term], self._lengths[docs], average, self.k1, self.b)
         return scores
 
     def search(self, query: str, k: int) -> list[Hit]:

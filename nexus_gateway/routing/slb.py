@@ -63,6 +63,7 @@ class SemanticLookasideBuffer:
         self.codes = np.zeros((0, embedder.dim), dtype=np.int8)
         self.scales = np.zeros(0, dtype=np.float32)
         self._matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._faiss: Any = None
         self.embedded_last_sync = 0
         self._known: dict[str, tuple[np.ndarray, float]] = {}
         """Every vector this buffer has held, by text hash (what `save` persists)."""
@@ -75,7 +76,7 @@ class SemanticLookasideBuffer:
         twin = SemanticLookasideBuffer(self.embedder)
         twin.names, twin.hashes, twin.codes, twin.scales = self.names, self.hashes, self.codes, self.scales
         twin._known = dict(self._known)
-        twin._rebuild()
+        twin._matrix, twin._faiss = self._matrix, self._faiss  # read-only; `sync` builds fresh ones
         return twin
 
     def sync(self, names: Sequence[str], texts: Sequence[str]) -> None:
@@ -100,7 +101,7 @@ class SemanticLookasideBuffer:
 
     def _rebuild(self) -> None:
         self._matrix = np.ascontiguousarray(self.codes.astype(np.float32) * self.scales[:, None])
-        self._faiss: Any = None
+        self._faiss = None
         if len(self.names) > FAISS_ABOVE:
             import faiss
 
