@@ -12,6 +12,7 @@ SCHEMA = {
 
 
 def test_valid_arguments_pass():
+    assert schema_problems(SCHEMA, {"city": "Oslo", "days": 3}) == []
     validate_arguments("weather", SCHEMA, {"city": "Oslo", "days": 3})
 
 
