@@ -11,6 +11,7 @@ import logging
 import socket
 from typing import Any
 
+import anyio
 import uvicorn
 from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
@@ -144,5 +145,23 @@ async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
         raise NexusError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_host, bound_port = sock.getsockname()[:2]
     logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz)", bound_host, bound_port)
+    server = uvicorn.Server(config)
+    stopped = anyio.Event()
+
+    async def run() -> None:
+        with anyio.CancelScope(shield=True):  # stopped by should_exit, so connections close in order
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                stopped.set()
+
     with sock:
-        await uvicorn.Server(config).serve(sockets=[sock])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                await stopped.wait()
+            finally:
+                server.should_exit = True
+                with anyio.CancelScope(shield=True), anyio.move_on_after(config.timeout_graceful_shutdown or 5):
+                    await stopped.wait()
+                server.force_exit = not stopped.is_set()
