@@ -80,7 +80,9 @@ class Gateway:
         self._template_prefixes: list[tuple[str, str]] = []
         self._last_mode: str | None = None
         self._ready = False
-        self._index_limiter = anyio.CapacityLimiter(1)
+        self._index_lock = anyio.Lock()
+        self._catalog_version = 0
+        self._indexed_version = 0
         self.metrics = Metrics()
         self.runner = Runner(self)
 
@@ -107,7 +109,7 @@ class Gateway:
     async def _on_listing(self, upstream: Upstream) -> None:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
-            await anyio.to_thread.run_sync(self.retriever.index, list(self.catalog), limiter=self._index_limiter)
+            await self._reindex()
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
@@ -121,6 +123,18 @@ class Gateway:
                 except Exception:  # boundary: one broken client session must not stop ingest
                     logger.exception("tools-changed listener failed")
         self._last_mode = mode
+
+    async def _reindex(self) -> None:
+        """Index the catalog as it is now. Upstreams that list their tools while an index runs share the
+        next run (at start-up, dozens of upstreams cost two or three runs, not one each)."""
+        self._catalog_version += 1
+        wanted = self._catalog_version
+        async with self._index_lock:
+            if self._indexed_version >= wanted:
+                return
+            current = self._catalog_version
+            await anyio.to_thread.run_sync(self.retriever.index, list(self.catalog))
+            self._indexed_version = current
 
     # -- tools ---------------------------------------------------------------------------------
 
