@@ -1,12 +1,15 @@
 """The `run` meta-tool: route the request, generate the arguments, validate, call (or propose) the tool.
 
-    request -> Gateway.search -> margin gate -> (local model re-ranks when ambiguous) -> tool
-            -> ArgumentGenerator (the client's own engine session) -> jsonschema -> call_upstream
+    request -> Gateway.search -> margin gate -> tool -> ArgumentGenerator (the client's own engine
+            session) -> jsonschema -> call_upstream
+
+Below the margin gate, the best few tools are re-ranked by whether the request can fill them
+(generation/grounding.py): in retrieval order, the first whose required arguments come from the request
+and validate is taken. When none can be filled, the candidates come back instead of a guess.
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
-proposed call comes back for the host to confirm with `call_tool`. When the re-rank is not confident
-either, the candidates come back instead of a guess. The engine starts on the first `run`, so
-`search_tools` and `call_tool` never wait for the model.
+proposed call comes back for the host to confirm with `call_tool`. The engine starts on the first `run`,
+so `search_tools` and `call_tool` never wait for the model.
 """
 
 from __future__ import annotations
@@ -15,24 +18,26 @@ import itertools
 import json
 import weakref
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Session
 from nexus_gateway.engine.settings import compiled_root, engine_settings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
-from nexus_gateway.generation.rerank import choose
+from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.sessions import SessionPool
 
 if TYPE_CHECKING:
     from nexus_gateway.gateway import Gateway, SearchResult, ToolResult
 
-RERANK_MIN_PROBABILITY = 0.6
-"""The local model's choice among ambiguous candidates is taken only at this probability or above."""
+RERANK_CANDIDATES = 3
+"""Below the margin gate, this many of the best tools are checked for whether the request fills them."""
 RESULT_CHARS = 200
 """How much of a result a session keeps in its history."""
 
@@ -45,6 +50,23 @@ def _result(text: str, structured: dict[str, Any], *, error: bool = False) -> ty
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
     )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    result: SearchResult
+    record: ToolRecord
+    generated: Generated
+    grounding: Grounding
+
+    @property
+    def fillable(self) -> bool:
+        """The arguments validate and no required value had to be invented."""
+        return self.generated.schema_valid and self.grounding.invented == 0
+
+    def summary(self) -> dict[str, Any]:
+        return {"tool": self.record.name, "arguments": self.generated.arguments,
+                "schema_valid": self.generated.schema_valid, "invented": self.grounding.invented}  # fmt: skip
 
 
 class Runner:
@@ -99,17 +121,11 @@ class Runner:
         margin = round(results[0].score - results[1].score, 4) if len(results) > 1 else None
         trace: dict[str, Any] = {"score": results[0].score, "margin": margin, "routing": "automatic"}
         async with pool.lease(key) as engine_session:
-            chosen = results[0]
-            if not chosen.automatic:
-                signatures = [result.signature for result in results]
-                pick = await generator.engine.run(lambda rt: choose(rt, engine_session.id, query, signatures))
-                trace |= {"routing": "reranked", "rerank_probability": pick.probability}
-                if pick.probability < RERANK_MIN_PROBABILITY:
-                    return self._candidates(results, trace)
-                chosen = results[pick.index]
-            record = self.gateway.resolve(chosen.name)
-            generated = await generator.generate(engine_session, record, query)
-            trace |= {"tool": record.name, "score": chosen.score, **generated.trace()}
+            picked = await self._pick(generator, engine_session, query, results, trace)
+            if picked is None:
+                return self._candidates(results, trace)
+            record, generated = picked.record, picked.generated
+            trace |= {"tool": record.name, "score": picked.result.score, **generated.trace()}
             trace["session_depth"] = await pool.depth(engine_session)
             if generated.arguments is None or generated.problems:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
@@ -126,6 +142,31 @@ class Runner:
         structured = {"status": "called", "trace": trace, "result": upstream.get("structuredContent")}
         return {"content": upstream.get("content") or [], "structuredContent": structured,
                 "isError": bool(upstream.get("isError"))}  # fmt: skip
+
+    async def _pick(
+        self,
+        generator: ArgumentGenerator,
+        session: Session,
+        query: str,
+        results: list[SearchResult],
+        trace: dict[str, Any],
+    ) -> Candidate | None:
+        """The automatic choice; below the gate, the first of the best few that the request fills (in
+        retrieval order), or None when it fills none of them."""
+        checked: list[Candidate] = []
+        for result in results[: 1 if results[0].automatic else RERANK_CANDIDATES]:
+            record = self.gateway.resolve(result.name)
+            generated = await generator.generate(session, record, query)
+            candidate = Candidate(
+                result, record, generated, grounding(query, record.input_schema, generated.arguments or {})
+            )
+            checked.append(candidate)
+            if result.automatic or candidate.fillable:
+                break
+        if not results[0].automatic:
+            trace["routing"] = "reranked" if checked[-1].fillable and len(checked) > 1 else "confirmed"
+            trace["checked"] = [candidate.summary() for candidate in checked]
+        return checked[-1] if results[0].automatic or checked[-1].fillable else None
 
     def _may_execute(self, record: ToolRecord) -> bool:
         return record.read_only or record.name in self.settings.auto_execute

@@ -1,15 +1,16 @@
-"""`run` through the gateway with the real mcp-server-time behind it.
+"""`run` with the real mcp-server-time behind the gateway and the real default model generating."""
 
-The stdio end-to-end `run("what time is it in Tokyo?")` of issue 5 is not here yet: with the default 270M
-model it does not pass (see the README's run section), and a skipped or expected-failure test would stand
-in for a missing feature."""
-
+import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
-from tests.conftest import make_config, running_gateway, text_of
+from tests.conftest import make_config, running_gateway, text_of, write_config
+from tests.server.test_stdio import gateway_params
 
 pytestmark = pytest.mark.anyio
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
@@ -21,3 +22,19 @@ async def test_run_turned_off_is_not_listed_and_says_so(tmp_path: Path):
         assert "run" not in {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("run", {"request": "time in UTC"})
     assert result.is_error and "turned off" in text_of(result) and gateway.runner._engine is None
+
+
+async def test_run_over_stdio_answers_what_time_it_is_in_tokyo(tmp_path: Path):
+    """An MCP host starts the gateway over stdio; `run` routes, fills `Asia/Tokyo`, and mcp-server-time answers."""
+    config = write_config(tmp_path, {"time": TIME}, mode="routed")
+    with anyio.fail_after(180):
+        async with Client(gateway_params(config), mode="legacy", cache=None) as client:
+            result = await client.call_tool("run", {"request": "what time is it in Tokyo?"})
+    structured = result.structured_content
+    assert not result.is_error and structured is not None, text_of(result)
+    trace = structured["trace"]
+    assert structured["status"] == "called", trace
+    assert trace["tool"] == "time__get_current_time" and trace["arguments"] == {"timezone": "Asia/Tokyo"}, trace
+    answer = json.loads(text_of(result))  # mcp-server-time's own answer
+    assert answer["timezone"] == "Asia/Tokyo"
+    assert datetime.fromisoformat(answer["datetime"]).utcoffset().total_seconds() == 9 * 3600

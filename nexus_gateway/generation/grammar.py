@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nexus_gateway.engine.llama import schema_to_gbnf
+from nexus_gateway.generation.domains import with_domains
 
 MAX_GRAMMAR_CHARS = 64_000
 """Past this a grammar costs more per token than it helps (it is re-matched over candidate tokens)."""
@@ -65,7 +66,7 @@ def grammar_for(schema: dict[str, Any]) -> GrammarPlan:
     opens_key = bool(required)
     if schema.get("type", "object") != "object":
         return GrammarPlan(GENERIC_OBJECT, "generic", "the schema is not an object schema", opens_key=False)
-    closed = dict(schema)
+    closed = dict(with_domains(schema))  # known value domains (time zones) as enums, for decoding only
     if "additionalProperties" not in closed and properties:
         closed["additionalProperties"] = False  # only the parameters the tool declares
     try:

@@ -14,7 +14,7 @@ from nexus_gateway.routing.retriever import Hit, tool_text
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -58,7 +58,7 @@ _STOPWORDS = frozenset(
 
 def tokenize(text: str) -> list[str]:
     words = _TOKEN.findall(_CAMEL.sub(" ", text).lower())
-    return [_stem(word) for word in words if word not in _STOPWORDS]
+    return [_stem(word) for word in words if word not in STOPWORDS]
 
 
 def _stem(word: str) -> str:

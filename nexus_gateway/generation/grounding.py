@@ -1,0 +1,86 @@
+"""Whether a request can fill a tool's required arguments: the re-ranker for ambiguous routing.
+
+When two tools are close in retrieval, the one the request can fill is the one asked for. "What time is
+it in Tokyo?" fits both `get_current_time(timezone)` and `convert_time(source_timezone, time,
+target_timezone)` by its words, but only the first can be filled from it: a `time` would have to be
+invented. So the close candidates' arguments are generated, and every free value of a *required*
+argument (a string or number the model wrote; not an enum choice or a boolean) is checked against the
+request: a string is supported when one of its words (three or more letters or digits, not a stop word)
+occurs in the request, a number when it occurs there as written. A value the grammar took from a known
+domain (`Asia/Tokyo`, domains.py) counts by its words like any other string.
+
+Optional arguments are not counted: a small model fills them with plausible inventions for the right
+tool as often as for the wrong one (measured on Seal-Tools; README).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nexus_gateway.routing.bm25 import STOPWORDS
+
+_WORD = re.compile(r"[^\W_]{3,}|\d+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    supported: int
+    """Free values of the call that the request contains."""
+    free: int
+    """Free values of the required arguments (enum choices, booleans and empty values are not counted)."""
+
+    @property
+    def share(self) -> float:
+        """Supported share of the free values; 1.0 for a call without any (nothing had to be invented)."""
+        return self.supported / self.free if self.free else 1.0
+
+    @property
+    def invented(self) -> int:
+        return self.free - self.supported
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in (w.casefold() for w in _WORD.findall(text)) if word not in STOPWORDS}
+
+
+def _mapping(spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = spec.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
+    """The free scalar values inside one argument (lists and nested objects are walked)."""
+    if "enum" in spec or "const" in spec or isinstance(value, bool) or value is None or value == "":
+        return []
+    if isinstance(value, list):
+        return [v for item in value for v in _values(item, _mapping(spec, "items"))]
+    if isinstance(value, dict):
+        properties = _mapping(spec, "properties")
+        return [v for key, item in value.items() for v in _values(item, _mapping(properties, key))]
+    return [value]
+
+
+def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Grounding:
+    """How many of the free values of the required arguments in `arguments` the request supports."""
+    said = _words(request)
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    supported = free = 0
+    for name, value in arguments.items():
+        if name not in required:
+            continue
+        for item in _values(value, _mapping(properties, name)):
+            free += 1
+            if isinstance(item, (int, float)):
+                supported += _number_said(item, request)
+            else:
+                supported += bool(_words(str(item)) & said)
+    return Grounding(supported, free)
+
+
+def _number_said(number: float, request: str) -> bool:
+    written = f"{number:g}" if isinstance(number, float) else str(number)
+    return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
