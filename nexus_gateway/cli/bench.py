@@ -66,7 +66,7 @@ def routing(
 def context(
     tools: Annotated[Path, typer.Option(help="tools.json (wire form, names namespaced) to measure.")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
-    model: Annotated[str | None, typer.Option(help="GGUF whose tokenizer counts [default: the bundled model].")] = None,
+    model: Annotated[str | None, typer.Option(help="GGUF whose tokenizer counts (default: the bundled model).")] = None,
 ) -> None:
     """Tokens of tools/list in routed against passthrough mode, and compressed-signature lengths."""
     from nexus_gateway.bench.context import context_cost

@@ -66,7 +66,7 @@ def import_claude(
         "nexus-gateway.json"
     ),
     claude_config: Annotated[
-        Path | None, typer.Option("--claude-config", help="Claude Desktop config [default: the platform's path].")
+        Path | None, typer.Option("--claude-config", help="Claude Desktop config (default: the platform's path).")
     ] = None,
     write: Annotated[
         bool, typer.Option("--write", help="Also rewrite the Claude config to the single gateway entry (backed up).")

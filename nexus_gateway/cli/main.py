@@ -147,9 +147,9 @@ def _root(
 def serve(
     config: ConfigOption,
     transport: Annotated[str, typer.Option(help="stdio | sse | http (http serves both /mcp and /sse).")] = "stdio",
-    host: Annotated[str | None, typer.Option(help="HTTP bind address [default: nexus.host, 127.0.0.1].")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port; 0 picks a free one [default: nexus.port].")] = None,
-    mode: Annotated[str | None, typer.Option(help="passthrough | routed | auto [default: nexus.mode].")] = None,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default: nexus.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port; 0 picks a free one (default: nexus.port).")] = None,
+    mode: Annotated[str | None, typer.Option(help="passthrough | routed | auto (default: nexus.mode).")] = None,
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "info",
 ) -> None:
     """Run the gateway: over stdio for a host that launches it, or over HTTP (streamable HTTP and SSE)."""

@@ -1,0 +1,63 @@
+"""Grounding (does the request fill the required arguments?) and the time-zone value domain. No model."""
+
+import zoneinfo
+
+from nexus_gateway.generation.domains import time_zones, with_domains
+from nexus_gateway.generation.grammar import grammar_for
+from nexus_gateway.generation.grounding import grounding
+
+CURRENT = {
+    "type": "object",
+    "properties": {"timezone": {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York')"}},
+    "required": ["timezone"],
+}
+CONVERT = {
+    "type": "object",
+    "properties": {
+        "source_timezone": {"type": "string"},
+        "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"},
+        "target_timezone": {"type": "string"},
+        "verbose": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["source_timezone", "time", "target_timezone"],
+}
+
+
+def test_a_value_taken_from_the_request_is_supported_and_an_invented_one_is_not():
+    request = "what time is it in Tokyo?"
+    assert grounding(request, CURRENT, {"timezone": "Asia/Tokyo"}).invented == 0
+    convert = grounding(request, CONVERT, {"source_timezone": "UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"})
+    assert (convert.supported, convert.free, convert.invented) == (1, 3, 2)
+
+
+def test_optional_arguments_enum_choices_and_booleans_are_not_counted():
+    schema = {**CONVERT, "properties": {**CONVERT["properties"], "unit": {"enum": ["a", "b"]}}, "required": ["unit"]}
+    assert grounding("convert it", schema, {"unit": "a", "note": "made up", "verbose": True}).free == 0
+    assert grounding("anything", CONVERT, {}).share == 1.0
+
+
+def test_numbers_must_appear_as_written_and_stop_words_do_not_count():
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+        "required": ["n", "s"],
+    }
+    assert grounding("book 12 seats for the show", schema, {"n": 12, "s": "the show"}).invented == 0
+    assert grounding("book 112 seats for the show", schema, {"n": 12, "s": "the movie"}).invented == 2
+
+
+def test_time_zone_parameters_become_an_enum_of_real_zones_for_decoding_only():
+    zones = time_zones()
+    assert "Asia/Tokyo" in zones and "Etc/UTC" in zones and "Japan" not in zones
+    assert all(zoneinfo.ZoneInfo(zone) for zone in zones[:20])
+    decoded = with_domains(CONVERT)
+    assert decoded["properties"]["source_timezone"]["enum"] == list(zones)
+    assert "enum" not in decoded["properties"]["time"] and "enum" not in decoded["properties"]["note"]
+    assert "enum" not in CONVERT["properties"]["source_timezone"]  # the tool's own schema is untouched
+    assert "Asia/Tokyo" in grammar_for(CURRENT).gbnf
+
+
+def test_a_string_with_its_own_constraint_is_left_alone():
+    schema = {"type": "object", "properties": {"timezone": {"type": "string", "pattern": "^[A-Z]+$"}}}
+    assert with_domains(schema) is schema
