@@ -6,7 +6,8 @@ Here such a string parameter becomes, for decoding only, an enum of the zone nam
 the grammar admits only real zones and the model picks among them (`Tokyo` -> `Asia/Tokyo`). The tool's
 schema is not changed: jsonschema still judges the result against the original.
 
-Only unconstrained strings are touched (no enum, pattern or format of their own).
+Only unconstrained strings are touched (no enum, pattern or format of their own), and not those that
+ask for an offset or an abbreviation.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _TIME_ZONE = re.compile(r"\b(iana|time ?zones?|tz)\b", re.IGNORECASE)
+_NOT_A_NAME = re.compile(r"\b(offset|abbreviation|utc[+-])", re.IGNORECASE)
+"""Time-zone parameters that want `+09:00` or `JST`, not a zone name."""
 _AREAS = ("Africa/", "America/", "Antarctica/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/", "Pacific/")
 
 
@@ -35,7 +38,7 @@ def _is_time_zone(name: str, spec: Mapping[str, Any]) -> bool:
     if spec.get("type") != "string" or any(key in spec for key in ("enum", "const", "pattern", "format")):
         return False
     words = " ".join(str(spec.get(key) or "") for key in ("title", "description")) + " " + name.replace("_", " ")
-    return bool(_TIME_ZONE.search(words))
+    return bool(_TIME_ZONE.search(words)) and not _NOT_A_NAME.search(words)
 
 
 def with_domains(schema: dict[str, Any]) -> dict[str, Any]:

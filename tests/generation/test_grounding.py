@@ -58,6 +58,11 @@ def test_time_zone_parameters_become_an_enum_of_real_zones_for_decoding_only():
     assert "Asia/Tokyo" in grammar_for(CURRENT).gbnf
 
 
-def test_a_string_with_its_own_constraint_is_left_alone():
+def test_a_string_with_its_own_constraint_or_asking_for_an_offset_is_left_alone():
     schema = {"type": "object", "properties": {"timezone": {"type": "string", "pattern": "^[A-Z]+$"}}}
     assert with_domains(schema) is schema
+    offset = {
+        "type": "object",
+        "properties": {"tz": {"type": "string", "description": "Time zone offset, e.g. +09:00"}},
+    }
+    assert with_domains(offset) is offset
