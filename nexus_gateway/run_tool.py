@@ -164,7 +164,8 @@ class Runner:
             if result.automatic or candidate.fillable:
                 break
         if not results[0].automatic:
-            trace["routing"] = "reranked" if checked[-1].fillable and len(checked) > 1 else "confirmed"
+            fit = checked[-1].fillable
+            trace["routing"] = ("confirmed" if len(checked) == 1 else "reranked") if fit else "ambiguous"
             trace["checked"] = [candidate.summary() for candidate in checked]
         return checked[-1] if results[0].automatic or checked[-1].fillable else None
 

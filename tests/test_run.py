@@ -38,3 +38,15 @@ async def test_run_over_stdio_answers_what_time_it_is_in_tokyo(tmp_path: Path):
     answer = json.loads(text_of(result))  # mcp-server-time's own answer
     assert answer["timezone"] == "Asia/Tokyo"
     assert datetime.fromisoformat(answer["datetime"]).utcoffset().total_seconds() == 9 * 3600
+
+
+async def test_run_returns_the_candidates_when_the_request_fills_none_of_them(tmp_path: Path):
+    """No zone in the request: whatever zone the model picks is invented, for both time tools."""
+    config = make_config(tmp_path, {"time": TIME}, mode="routed")
+    async with running_gateway(config) as (_, client):
+        result = await client.call_tool("run", {"request": "what time is it?"})
+    structured = result.structured_content
+    assert structured is not None and structured["status"] == "ambiguous", text_of(result)
+    assert {c["name"] for c in structured["candidates"]} == {"time__get_current_time", "time__convert_time"}
+    checked = structured["trace"]["checked"]
+    assert structured["trace"]["routing"] == "ambiguous" and all(c["invented"] > 0 for c in checked), checked

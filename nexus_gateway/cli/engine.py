@@ -38,7 +38,7 @@ calibrate_app = typer.Typer(help="Calibrate the local engine for its model.", no
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Gateway config (engine settings, upstreams).")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="GGUF path (default: the packaged Gemma 3 270M).")]
 CtxOpt = Annotated[int | None, typer.Option("--n-ctx", help="Context size in tokens (default: 4096).")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: all cores, up to 8).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: half the cores, up to 8).")]
 GpuOpt = Annotated[int | None, typer.Option("--gpu-layers", help="Layers to offload; -1 for all (Metal, CUDA).")]
 CompiledOpt = Annotated[
     Path | None, typer.Option("--compiled", help="compiled_schemas folder (default: beside the gateway state).")

