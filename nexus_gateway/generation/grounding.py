@@ -28,14 +28,9 @@ _WORD = re.compile(r"[^\W_]{3,}|\d+", re.UNICODE)
 @dataclass(frozen=True)
 class Grounding:
     supported: int
-    """Free values of the call that the request contains."""
+    """Free values of the required arguments that the request contains."""
     free: int
     """Free values of the required arguments (enum choices, booleans and empty values are not counted)."""
-
-    @property
-    def share(self) -> float:
-        """Supported share of the free values; 1.0 for a call without any (nothing had to be invented)."""
-        return self.supported / self.free if self.free else 1.0
 
     @property
     def invented(self) -> int:

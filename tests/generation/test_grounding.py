@@ -34,7 +34,7 @@ def test_a_value_taken_from_the_request_is_supported_and_an_invented_one_is_not(
 def test_optional_arguments_enum_choices_and_booleans_are_not_counted():
     schema = {**CONVERT, "properties": {**CONVERT["properties"], "unit": {"enum": ["a", "b"]}}, "required": ["unit"]}
     assert grounding("convert it", schema, {"unit": "a", "note": "made up", "verbose": True}).free == 0
-    assert grounding("anything", CONVERT, {}).share == 1.0
+    assert grounding("anything", CONVERT, {}).invented == 0
 
 
 def test_numbers_must_appear_as_written_and_stop_words_do_not_count():
