@@ -33,6 +33,25 @@ def proxy(
     out.print_json(text)
 
 
+@app.command("run")
+def run_(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients, each its own session.")] = 8,
+    requests_per_client: Annotated[int, typer.Option(min=1, help="run requests each client sends in turn.")] = 3,
+    log_level: Annotated[str, typer.Option(help="Log level (progress goes to stderr).")] = "info",
+) -> None:
+    """Throughput and correctness of `run` with concurrent clients over streamable HTTP, against one client."""
+    from nexus_gateway.bench.run import run
+    from nexus_gateway.cli.main import setup_logging
+
+    setup_logging(log_level)
+    result = run(clients, requests_per_client)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(text)
+
+
 @app.command()
 def routing(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
