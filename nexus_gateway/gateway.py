@@ -174,13 +174,13 @@ class Gateway:
             upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
         raise UnknownTool(name, self.catalog.close_matches(name))
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, session: object = None) -> ToolResult:
-        """Serve a tools/call: a meta-tool or a namespaced upstream tool. `session` (the client's session
-        object) keys `run`'s engine session."""
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, client: object = None) -> ToolResult:
+        """Serve a tools/call: a meta-tool or a namespaced upstream tool. `client` (any object that lives as
+        long as the client's connection) keys `run`'s engine session."""
         arguments = arguments or {}
         try:
             if name == meta_tools.RUN:
-                return await self.runner.run(arguments, session)
+                return await self.runner.run(arguments, client)
             if name in meta_tools.NAMES:
                 return await self._call_meta(name, arguments)
             return await self.call_upstream(self.resolve(name), arguments)

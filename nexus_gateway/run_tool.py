@@ -97,15 +97,15 @@ class Runner:
             engine, self._engine, self._generator, self._pool = self._engine, None, None, None
             await engine.__aexit__(None, None, None)
 
-    def _key(self, session: object | None) -> Hashable:
-        if session is None:
+    def _key(self, client: object | None) -> Hashable:
+        if client is None:
             return 0
         try:
-            return self._keys.setdefault(session, next(self._numbers))
+            return self._keys.setdefault(client, next(self._numbers))
         except TypeError:  # not weak-referenceable: keyed by identity
-            return ("id", id(session))
+            return ("id", id(client))
 
-    async def run(self, arguments: dict[str, Any], session: object | None = None) -> ToolResult:
+    async def run(self, arguments: dict[str, Any], client: object | None = None) -> ToolResult:
         if not self.settings.run:
             raise NexusError("run is turned off here (nexus.run is false): use search_tools, then call_tool.")
         request = str(arguments.get("request", "")).strip()
@@ -117,7 +117,7 @@ class Runner:
         if not results:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
-        key = self._key(session)
+        key = self._key(client)
         margin = round(results[0].score - results[1].score, 4) if len(results) > 1 else None
         trace: dict[str, Any] = {"score": results[0].score, "margin": margin, "routing": "automatic"}
         async with pool.lease(key) as engine_session:
@@ -126,7 +126,7 @@ class Runner:
                 return self._candidates(results, trace)
             record, generated = picked.record, picked.generated
             trace |= {"tool": record.name, "score": picked.result.score, **generated.trace()}
-            trace["session_depth"] = await pool.depth(engine_session)
+            trace |= {"session": engine_session.id, "session_depth": await pool.depth(engine_session)}
             if generated.arguments is None or generated.problems:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."

@@ -77,6 +77,27 @@ async def test_upstream_tool_list_change_refreshes_the_catalog(tmp_path: Path):
         assert text_of(await client.call_tool("one__late_tool", {})) == "I am late_tool"
 
 
+async def test_clients_are_told_when_an_upstream_tool_list_changes(tmp_path: Path):
+    from mcp import Client
+
+    from nexus_gateway.gateway import Gateway
+    from nexus_gateway.server.app import build_server
+
+    told = anyio.Event()
+
+    async def handler(message: object) -> None:
+        if type(message).__name__ == "ToolListChangedNotification":
+            told.set()
+
+    async with Gateway(make_config(tmp_path, {"one": faulty()}, mode="passthrough")) as gateway:
+        await gateway.wait_ready()
+        async with Client(build_server(gateway), mode="legacy", cache=None, message_handler=handler) as client:
+            await client.list_tools()  # a request made earlier: the client is known from then on
+            await client.call_tool("one__grow", {"name": "late_tool"})
+            with anyio.fail_after(5):
+                await told.wait()
+
+
 async def test_search_marks_the_first_result_automatic_only_when_the_margin_clears_tau(tmp_path: Path):
     from nexus_gateway.gateway import Gateway
     from nexus_gateway.routing.embedders import make_embedder

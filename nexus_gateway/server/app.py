@@ -10,10 +10,10 @@ import weakref
 from typing import Any
 
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 from nexus_gateway import __version__
@@ -29,11 +29,17 @@ INSTRUCTIONS = (
 )
 
 
+def client_of(ctx: ServerRequestContext[Any]) -> Connection:
+    """The client's connection: it lives as long as the client does. (The SDK builds a new `ctx.session`
+    for every request, so that cannot key anything per client; it has no public accessor for this yet.)"""
+    return ctx.session._connection
+
+
 def build_server(gateway: Gateway) -> Server[Any]:
-    sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+    clients: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def seen(ctx: ServerRequestContext[Any]) -> None:
-        sessions.add(ctx.session)
+        clients.add(client_of(ctx))
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
@@ -43,7 +49,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return await gateway.call_tool(params.name, params.arguments, session=ctx.session)
+        return await gateway.call_tool(params.name, params.arguments, client=client_of(ctx))
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
@@ -84,11 +90,11 @@ def build_server(gateway: Gateway) -> Server[Any]:
     )
 
     async def notify_tools_changed() -> None:
-        for session in list(sessions):
+        for client in list(clients):
             try:
-                await session.send_tool_list_changed()
+                await client.send_tool_list_changed()
             except Exception as exc:  # boundary: a gone client must not stop the others being told
-                logger.debug("could not notify a client session of changed tools: %s", exc)
+                logger.debug("could not notify a client of changed tools: %s", exc)
 
     gateway.on_change(notify_tools_changed)
     if not gateway.settings.tracing:
