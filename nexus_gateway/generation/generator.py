@@ -22,6 +22,7 @@ from nexus_gateway.engine.compiler import compile_tools
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_arguments
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
+from nexus_gateway.generation.grounding import invented_optional
 from nexus_gateway.validation import schema_problems
 
 T = TypeVar("T")
@@ -47,6 +48,8 @@ class Generated:
     """How the tool text entered the context: prefill, splice or recompute (None for a tool without parameters)."""
     problems: tuple[str, ...] = field(default=())
     """jsonschema's complaints about `arguments`."""
+    dropped: tuple[str, ...] = field(default=())
+    """Optional arguments the model filled with values the request does not contain (removed)."""
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     n_tokens: int = 0
@@ -61,7 +64,8 @@ class Generated:
 
     def trace(self) -> dict[str, Any]:
         return {
-            "arguments": self.arguments, "mode": self.mode, "grammar": self.grammar, "placement": self.placement,
+            "arguments": self.arguments, "dropped": list(self.dropped), "mode": self.mode, "grammar": self.grammar,
+            "placement": self.placement,
             "ttft_ms": self.ttft_ms, "total_ms": self.total_ms, "tokens": self.n_tokens,
         }  # fmt: skip
 
@@ -108,6 +112,9 @@ class ArgumentGenerator:
             lambda rt: decode_arguments(rt, rt.session(session.id), record, query, plan, chosen, self.max_tokens)
         )
         arguments = parse_object(decoded.text)
+        dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
+        if arguments and dropped:
+            arguments = {name: value for name, value in arguments.items() if name not in dropped}
         problems = tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None)) if (
             arguments is not None
         ) else ()  # fmt: skip
@@ -119,6 +126,7 @@ class ArgumentGenerator:
             grammar="schema" if plan.kind == "schema" else f"generic: {plan.reason}",
             placement=decoded.placement.mode if decoded.placement else None,
             problems=problems,
+            dropped=dropped,
             ttft_ms=round(decoded.ttft_s * 1000, 2),
             total_ms=round(decoded.total_s * 1000, 2),
             n_tokens=decoded.n_tokens,

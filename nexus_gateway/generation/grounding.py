@@ -5,12 +5,13 @@ it in Tokyo?" fits both `get_current_time(timezone)` and `convert_time(source_ti
 target_timezone)` by its words, but only the first can be filled from it: a `time` would have to be
 invented. So the close candidates' arguments are generated, and every free value of a *required*
 argument (a string or number the model wrote; not an enum choice or a boolean) is checked against the
-request: a string is supported when one of its words (three or more letters or digits, not a stop word)
-occurs in the request, a number when it occurs there as written. A value the grammar took from a known
-domain (`Asia/Tokyo`, domains.py) counts by its words like any other string.
+request: a string is supported when it occurs in the request whole (two characters or more) or one of its
+words (three or more letters or digits, not a stop word) does; a number when it occurs there as written.
+A value the grammar took from a known domain (`Asia/Tokyo`, domains.py) counts like any other string.
 
 Optional arguments are not counted: a small model fills them with plausible inventions for the right
-tool as often as for the wrong one (measured on Seal-Tools; README).
+tool as often as for the wrong one (measured on Seal-Tools; README). Those inventions are dropped from the
+call instead (`invented_optional`): an optional value the request never gave should be the tool's default.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from nexus_gateway.routing.bm25 import STOPWORDS
 
-_WORD = re.compile(r"[^\W_]{3,}|\d+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -58,24 +59,35 @@ def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
     return [value]
 
 
-def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Grounding:
-    """How many of the free values of the required arguments in `arguments` the request supports."""
+def _said(item: Any, request: str, said: set[str]) -> bool:
+    if isinstance(item, (int, float)):
+        written = f"{item:g}" if isinstance(item, float) else str(item)
+        return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
+    text = str(item).strip().casefold()
+    return (len(text) >= 2 and text in request.casefold()) or bool(_words(text) & said)
+
+
+def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Grounding]:
     said = _words(request)
     properties = _mapping(schema, "properties")
-    required = set(schema.get("required") or ())
-    supported = free = 0
+    result = {}
     for name, value in arguments.items():
-        if name not in required:
-            continue
-        for item in _values(value, _mapping(properties, name)):
-            free += 1
-            if isinstance(item, (int, float)):
-                supported += _number_said(item, request)
-            else:
-                supported += bool(_words(str(item)) & said)
-    return Grounding(supported, free)
+        items = _values(value, _mapping(properties, name))
+        result[name] = Grounding(sum(_said(item, request, said) for item in items), len(items))
+    return result
 
 
-def _number_said(number: float, request: str) -> bool:
-    written = f"{number:g}" if isinstance(number, float) else str(number)
-    return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
+def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Grounding:
+    """How many of the free values of the required arguments in `arguments` the request supports."""
+    required = set(schema.get("required") or ())
+    counted = [g for name, g in _per_argument(request, schema, arguments).items() if name in required]
+    return Grounding(sum(g.supported for g in counted), sum(g.free for g in counted))
+
+
+def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """The optional arguments with a value the request does not contain: the model's inventions, dropped
+    before the call so the tool's own defaults apply (on 100 Seal-Tools cases the 270M model invented 57
+    of them; dropping them changed no case's correctness)."""
+    required = set(schema.get("required") or ())
+    per = _per_argument(request, schema, arguments)
+    return [name for name, g in per.items() if name not in required and g.invented]
