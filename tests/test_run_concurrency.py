@@ -117,8 +117,8 @@ async def test_eight_concurrent_clients_each_get_their_own_city(gateway_url: str
 async def test_each_client_keeps_its_own_session_across_calls(gateway_url: str):
     """Rounds 1 and 2 with eight new clients: in round 2 every session holds its client's first turn.
 
-    Fails while `Runner._key` keys engine sessions by `ctx.session`: SDK v2 builds a new `ServerSession`
-    for every request, so each call opens a new engine session (the connection is `session._connection`).
+    Guards the keying by connection: SDK v2 builds a new `ServerSession` for every request, so keying
+    engine sessions by `ctx.session` opened a new one for each call (`server/app.py`, `client_of`).
     """
     async with AsyncExitStack() as stack:
         clients = {city: await stack.enter_async_context(_client(gateway_url)) for city in CITIES}
