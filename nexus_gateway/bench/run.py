@@ -32,6 +32,8 @@ import anyio
 import numpy as np
 from mcp import Client
 
+from nexus_gateway.errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 WEATHER = Path(__file__).resolve().parents[2] / "examples" / "servers" / "weather_server.py"
@@ -53,6 +55,8 @@ class Outcome:
 
 def _config(folder: Path) -> Path:
     """Routed mode with `run` on and the weather example server as the one upstream."""
+    if not WEATHER.exists():
+        raise ConfigError(f"bench run drives the example weather server, {WEATHER}: run it from a source checkout")
     config = folder / "bench-run.json"
     servers = {"weather": {"command": sys.executable, "args": [str(WEATHER)]}}
     config.write_text(
