@@ -35,13 +35,18 @@ _LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.WARNING, 4: loggin
 _last_level = [logging.DEBUG]
 
 
+_EXPECTED = ("using full-size SWA cache", "was not control-type")
+"""Warnings llama.cpp prints on every load here that need no action: the full SWA cache is asked for
+(`swa_full` below) and the packaged Gemma's `</s>` token type is a known quirk of its file. Kept at DEBUG."""
+
+
 @lc.llama_log_callback
 def _forward_log(level: int, text: bytes, user_data: Any) -> None:
     mapped = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, logging.DEBUG)
     _last_level[0] = mapped
     message = text.decode("utf-8", errors="replace").rstrip()
     if message:
-        logger.log(mapped, "%s", message)
+        logger.log(logging.DEBUG if any(known in message for known in _EXPECTED) else mapped, "%s", message)
 
 
 _backend_lock = threading.Lock()
@@ -67,7 +72,7 @@ class ContextSettings:
     """CPU threads for prompt batches; half the cores (up to 8) when unset. llama.cpp's threads spin-wait
     for each other, so on oversubscribed cores every extra thread costs: the same grammar-constrained call
     took 1.7-4.9 s with 1 thread, 7.6-13 s with 2 for batches and 1 for tokens, and 20-106 s with 2 and 2
-    (2 shared cores under load; `docs/results/README.md`). The gateway shares the machine with its host and
+    (2 shared cores under load; README, "A larger model"). The gateway shares the machine with its host and
     upstreams, hence half."""
     decode_threads: int | None = None
     """CPU threads for one-token decodes; `threads` when unset."""
