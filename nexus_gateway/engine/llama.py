@@ -15,6 +15,7 @@ import ctypes
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -224,17 +225,39 @@ class LlamaContext:
                 batch.seq_id[i][0] = seq
                 batch.logits[i] = 0
             batch.logits[len(chunk) - 1] = 1 if (logits and last) else 0
-            status = lc.llama_decode(handle, batch)
-            if status == 1:
-                raise EngineError(
-                    f"the model context is full ({self.n_ctx} tokens); close sessions or raise the engine's n_ctx"
-                )
-            if status != 0:
-                raise EngineError(f"llama_decode failed with status {status}")
+            self._run(handle, batch)
         if not logits:
             return None
         row = lc.llama_get_logits_ith(handle, batch.n_tokens - 1)
         return np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy()
+
+    def decode_each(self, steps: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
+        """One token for each of several sequences in one batch: `(seq, token, pos)` each; the next-token
+        logits after each (float32 copies, in order). Concurrent sessions' decoding steps share one pass
+        over the weights this way."""
+        handle = self._check()
+        batch, out = self._batch, []
+        size = min(self.settings.n_batch, self.settings.n_seq_max)  # rows with logits are capped at n_seq_max
+        for start in range(0, len(steps), size):
+            chunk = steps[start : start + size]
+            batch.n_tokens = len(chunk)
+            for i, (seq, token, pos) in enumerate(chunk):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, 1
+                batch.seq_id[i][0] = seq
+            self._run(handle, batch)
+            for i in range(len(chunk)):
+                row = lc.llama_get_logits_ith(handle, i)
+                out.append(np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy())
+        return out
+
+    def _run(self, handle: Any, batch: Any) -> None:
+        status = lc.llama_decode(handle, batch)
+        if status == 1:
+            raise EngineError(
+                f"the model context is full ({self.n_ctx} tokens); close sessions or raise the engine's n_ctx"
+            )
+        if status != 0:
+            raise EngineError(f"llama_decode failed with status {status}")
 
     def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
         """Drop positions [p0, p1) of `seq` (-1 is open-ended); False when a partial removal is impossible."""

@@ -7,6 +7,7 @@ starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +115,16 @@ class Runtime:
         state.n_past += len(tokens)
         state.logits = out
         return out
+
+    def append_each(self, steps: Sequence[tuple[SessionState, int]]) -> list[np.ndarray]:
+        """One token for each of several sessions, decoded together; each session's next-token logits."""
+        if len({state.seq for state, _ in steps}) != len(steps):
+            raise ValueError("append_each takes at most one token per session")
+        outs = self.ctx.decode_each([(state.seq, token, state.n_past) for state, token in steps])
+        for (state, _), out in zip(steps, outs, strict=True):
+            state.n_past += 1
+            state.logits = out
+        return outs
 
     def append_text(self, state: SessionState, text: str, *, logits: bool = True) -> np.ndarray | None:
         return self.append(state, self.model.tokenize(text, special=True), logits=logits)

@@ -11,8 +11,11 @@ is placed; the first argument token is the first one the grammar lets through.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.llama import GrammarSampler
@@ -51,9 +54,17 @@ def request_text(rt: Runtime, query: str, plan: GrammarPlan) -> tuple[str, str]:
     return (text, '{"') if plan.opens_key else (text[:-1], "{")
 
 
-def decode_arguments(
+Step = tuple[SessionState, int]
+"""A decoding step asked of whoever drives `decode_steps`: decode this token into this session."""
+
+
+def decode_steps(
     rt: Runtime, state: SessionState, record: ToolRecord, query: str, plan: GrammarPlan, mode: Mode, max_tokens: int
-) -> Decoded:
+) -> Generator[Step, np.ndarray, Decoded]:
+    """The decoding of one call's arguments, a token at a time: yields each chosen token (with its session)
+    and is sent the next-token logits back. The tool text and the request are prefilled directly. The
+    driver is either `decode_arguments` (alone) or the engine worker, which decodes the steps of every
+    concurrent session in one batch (`Runtime.append_each`)."""
     started = time.perf_counter()
     mark = state.n_past
     placement = None
@@ -80,8 +91,21 @@ def decode_arguments(
                 text = opened + rt.model.detokenize(tokens)
                 if parse_object(text) is not None:
                     break
-                logits = rt.append(state, [token])
+                logits = yield state, token
         complete = parse_object(text) is not None
         return Decoded(text, complete, placement, len(tokens), ttft, time.perf_counter() - started)
     finally:
         rt.rewind(state, mark)
+
+
+def decode_arguments(
+    rt: Runtime, state: SessionState, record: ToolRecord, query: str, plan: GrammarPlan, mode: Mode, max_tokens: int
+) -> Decoded:
+    """`decode_steps` driven alone: each step decoded as it comes."""
+    steps = decode_steps(rt, state, record, query, plan, mode, max_tokens)
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(rt.append_each([step])[0])
+    except StopIteration as done:
+        return done.value

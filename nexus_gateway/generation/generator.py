@@ -12,7 +12,7 @@ and, for the schemas the grammar expresses, validates; it is checked with jsonsc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -20,7 +20,7 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Session
 from nexus_gateway.engine.compiler import compile_tools
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_arguments
+from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_steps
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import invented_optional
 from nexus_gateway.validation import schema_problems
@@ -30,9 +30,12 @@ _PLAN_CACHE_LIMIT = 2048
 
 
 class RuntimeRunner(Protocol):
-    """Runs a function of the runtime on the engine thread (`LocalEngine.run`)."""
+    """Runs functions of the runtime on the engine thread (`LocalEngine`): whole (`run`), or a token at a time
+    with other sessions' steps batched alongside (`run_stepped`)."""
 
     async def run(self, fn: Callable[[Runtime], T]) -> T: ...
+
+    async def run_stepped(self, fn: Callable[[Runtime], Generator[Any, Any, T]]) -> T: ...
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,8 @@ class ArgumentGenerator:
         plan = self.plan(record)
         if chosen == "splice":
             await self.prepare([record])
-        decoded: Decoded = await self.engine.run(
-            lambda rt: decode_arguments(rt, rt.session(session.id), record, query, plan, chosen, self.max_tokens)
+        decoded: Decoded = await self.engine.run_stepped(
+            lambda rt: decode_steps(rt, rt.session(session.id), record, query, plan, chosen, self.max_tokens)
         )
         arguments = parse_object(decoded.text)
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
