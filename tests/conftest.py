@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -95,3 +96,10 @@ def start_gateway_http(config: Path, *extra: str) -> tuple[Any, str]:
         if match := re.search(r"listening on (http://\S+)", line):
             return proc, match.group(1)
     raise RuntimeError(f"the gateway exited before listening (status {proc.wait()})")
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`nexus-gateway ARGS...` as a user runs it (a new process), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "nexus_gateway", *args], capture_output=True, text=True, timeout=timeout
+    )

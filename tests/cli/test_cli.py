@@ -1,17 +1,9 @@
 """The command line, run as a user runs it."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import faulty, write_config
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nexus_gateway", *args], capture_output=True, text=True, timeout=timeout
-    )
+from tests.conftest import cli, faulty, write_config
 
 
 def test_config_check_accepts_a_good_file(tmp_path: Path):

@@ -1,9 +1,9 @@
 """`nexus-gateway eval arguments` end to end with the real default model on a small labelled set."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import cli
 
 TOOLS = [
     {"name": "get_weather", "description": "Current weather for a city.",
@@ -25,10 +25,9 @@ def test_eval_arguments_writes_the_documented_report(tmp_path: Path):
     tools, cases, out = tmp_path / "tools.json", tmp_path / "cases.jsonl", tmp_path / "report.json"
     tools.write_text(json.dumps(TOOLS))
     cases.write_text("\n".join(json.dumps(case) for case in CASES))
-    result = subprocess.run(
-        [sys.executable, "-m", "nexus_gateway", "eval", "arguments", "--tools", str(tools), "--cases", str(cases),
-         "--mode", "signature", "--route", "--json", str(out)],
-        capture_output=True, text=True, timeout=600,
+    result = cli(
+        "eval", "arguments", "--tools", str(tools), "--cases", str(cases),
+        "--mode", "signature", "--route", "--json", str(out), timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(out.read_text())

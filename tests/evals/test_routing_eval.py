@@ -1,9 +1,9 @@
 """`nexus-gateway eval routing` end to end on a small labelled set."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import cli
 
 TOOLS = [
     {"name": f"tool.{topic}", "description": f"Everything about {topic}: look up, list and update {topic}.",
@@ -21,10 +21,9 @@ def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path)
     tools, cases, out = tmp_path / "tools.json", tmp_path / "cases.jsonl", tmp_path / "report.json"
     tools.write_text(json.dumps(TOOLS))
     cases.write_text("\n".join(json.dumps(case) for case in CASES))
-    result = subprocess.run(
-        [sys.executable, "-m", "nexus_gateway", "eval", "routing", "--tools", str(tools), "--cases", str(cases),
-         "--sizes", "5,12", "--embedder", "hashing", "--json", str(out)],
-        capture_output=True, text=True, timeout=120,
+    result = cli(
+        "eval", "routing", "--tools", str(tools), "--cases", str(cases),
+        "--sizes", "5,12", "--embedder", "hashing", "--json", str(out), timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
@@ -40,9 +39,8 @@ def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
     tools, cases = tmp_path / "tools.json", tmp_path / "cases.jsonl"
     tools.write_text(json.dumps(TOOLS))
     cases.write_text(json.dumps({"id": "x", "query": "q", "tool": "tool.nope"}))
-    result = subprocess.run(
-        [sys.executable, "-m", "nexus_gateway", "eval", "routing", "--tools", str(tools), "--cases", str(cases),
-         "--sizes", "5", "--embedder", "hashing"],
-        capture_output=True, text=True, timeout=120,
+    result = cli(
+        "eval", "routing", "--tools", str(tools), "--cases", str(cases),
+        "--sizes", "5", "--embedder", "hashing", timeout=120,
     )  # fmt: skip
     assert result.returncode == 2 and "missing from the tool set" in result.stderr
