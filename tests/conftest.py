@@ -103,3 +103,11 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "nexus_gateway", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def write_labelled_set(folder: Path, tools: list[dict[str, Any]], cases: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """An evaluation set in `folder`: `tools.json` and `cases.jsonl` (DESIGN.md's format)."""
+    tools_path, cases_path = folder / "tools.json", folder / "cases.jsonl"
+    tools_path.write_text(json.dumps(tools))
+    cases_path.write_text("\n".join(json.dumps(case) for case in cases))
+    return tools_path, cases_path

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from tests.conftest import cli
+from tests.conftest import cli, write_labelled_set
 
 TOOLS = [
     {"name": "get_weather", "description": "Current weather for a city.",
@@ -22,9 +22,7 @@ KEYS = {"n_cases", "json_valid", "schema_valid", "args_exact", "tool_top1", "end
 
 
 def test_eval_arguments_writes_the_documented_report(tmp_path: Path):
-    tools, cases, out = tmp_path / "tools.json", tmp_path / "cases.jsonl", tmp_path / "report.json"
-    tools.write_text(json.dumps(TOOLS))
-    cases.write_text("\n".join(json.dumps(case) for case in CASES))
+    (tools, cases), out = write_labelled_set(tmp_path, TOOLS, CASES), tmp_path / "report.json"
     result = cli(
         "eval", "arguments", "--tools", str(tools), "--cases", str(cases),
         "--mode", "signature", "--route", "--json", str(out), timeout=600,

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from tests.conftest import cli
+from tests.conftest import cli, write_labelled_set
 
 TOOLS = [
     {"name": f"tool.{topic}", "description": f"Everything about {topic}: look up, list and update {topic}.",
@@ -18,9 +18,7 @@ CASES = [
 
 
 def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path):
-    tools, cases, out = tmp_path / "tools.json", tmp_path / "cases.jsonl", tmp_path / "report.json"
-    tools.write_text(json.dumps(TOOLS))
-    cases.write_text("\n".join(json.dumps(case) for case in CASES))
+    (tools, cases), out = write_labelled_set(tmp_path, TOOLS, CASES), tmp_path / "report.json"
     result = cli(
         "eval", "routing", "--tools", str(tools), "--cases", str(cases),
         "--sizes", "5,12", "--embedder", "hashing", "--json", str(out), timeout=120,
