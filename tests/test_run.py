@@ -9,11 +9,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import make_config, running_gateway, text_of, write_config
+from tests.conftest import EXAMPLES, make_config, running_gateway, stdio_entry, text_of, write_config
 from tests.server.test_stdio import gateway_params
 
 pytestmark = pytest.mark.anyio
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+NOTES = stdio_entry(str(EXAMPLES / "servers" / "notes_server.py"))
 
 
 async def test_run_turned_off_is_not_listed_and_says_so(tmp_path: Path):
@@ -50,3 +51,24 @@ async def test_run_returns_the_candidates_when_the_request_fills_none_of_them(tm
     assert {c["name"] for c in structured["candidates"]} == {"time__get_current_time", "time__convert_time"}
     checked = structured["trace"]["checked"]
     assert structured["trace"]["routing"] == "ambiguous" and all(c["invented"] > 0 for c in checked), checked
+
+
+@pytest.mark.parametrize("auto_execute", [[], ["notes__create_note"]])
+async def test_run_calls_a_tool_that_is_not_read_only_only_when_the_config_allows_it(tmp_path: Path, auto_execute):
+    config = make_config(tmp_path, {"notes": NOTES}, mode="routed", auto_execute=auto_execute)
+    async with running_gateway(config) as (_, client):
+        result = await client.call_tool("run", {"request": "Create a note titled Groceries"})
+        found = await client.call_tool(
+            "call_tool", {"name": "notes__search_notes", "arguments": {"query": "Groceries"}}
+        )
+    structured = result.structured_content
+    assert not result.is_error and structured is not None, text_of(result)
+    assert (
+        structured["trace"]["tool"] == "notes__create_note" and structured["trace"]["arguments"]["title"] == "Groceries"
+    )
+    if auto_execute:
+        assert structured["status"] == "called" and structured["result"]["title"] == "Groceries"
+        assert "Groceries" in text_of(found)
+    else:
+        assert structured["status"] == "proposed" and structured["call"]["name"] == "notes__create_note"
+        assert "call_tool" in text_of(result) and "Groceries" not in text_of(found)  # nothing was created

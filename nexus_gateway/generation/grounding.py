@@ -5,8 +5,8 @@ it in Tokyo?" fits both `get_current_time(timezone)` and `convert_time(source_ti
 target_timezone)` by its words, but only the first can be filled from it: a `time` would have to be
 invented. So the close candidates' arguments are generated, and every free value of a *required*
 argument (a string or number the model wrote; not an enum choice or a boolean) is checked against the
-request: a string is supported when it occurs in the request whole (two characters or more) or one of its
-words (three or more letters or digits, not a stop word) does; a number when it occurs there as written.
+request: a string is supported when it occurs in the request whole (two characters or more) or at least half
+of its words (three or more letters or digits, not stop words) do; a number when it occurs there as written.
 A value the grammar took from a known domain (`Asia/Tokyo`, domains.py) counts like any other string.
 
 Optional arguments are not counted: a small model fills them with plausible inventions for the right
@@ -64,7 +64,8 @@ def _said(item: Any, request: str, said: set[str]) -> bool:
         written = f"{item:g}" if isinstance(item, float) else str(item)
         return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
     text = str(item).strip().casefold()
-    return (len(text) >= 2 and text in request.casefold()) or bool(_words(text) & said)
+    words = _words(text)
+    return (len(text) >= 2 and text in request.casefold()) or (bool(words) and 2 * len(words & said) >= len(words))
 
 
 def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Grounding]:

@@ -75,3 +75,5 @@ def test_optional_arguments_the_request_never_gave_are_the_ones_dropped():
     assert invented_optional(request, CONVERT, arguments) == []
     assert invented_optional(request, CONVERT, {**arguments, "note": "2023-01-01T10:00:00Z"}) == ["note"]
     assert invented_optional("convert it", CONVERT, {"time": "12:00"}) == []  # required ones are never dropped
+    padded = {**arguments, "note": "This is a note with a list of items to be purchased"}  # one word of four
+    assert invented_optional("create a note titled lunch", CONVERT, padded) == ["note"]
