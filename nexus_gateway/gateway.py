@@ -88,6 +88,11 @@ class Gateway:
 
     async def __aenter__(self) -> Gateway:
         await self.pool.__aenter__()
+        try:
+            await self.runner.__aenter__()
+        except BaseException:
+            await self.pool.__aexit__(None, None, None)
+            raise
         return self
 
     async def wait_ready(self) -> None:

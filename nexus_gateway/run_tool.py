@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
@@ -32,6 +34,8 @@ from nexus_gateway.errors import NexusError
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.sessions import SessionPool
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from nexus_gateway.gateway import Gateway, SearchResult, ToolResult
@@ -79,6 +83,13 @@ class Runner:
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
+        self._background: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Runner:
+        """Open the task group that decodes sessions' turns after the answers have gone out."""
+        self._background = anyio.create_task_group()
+        await self._background.__aenter__()
+        return self
 
     async def _start(self) -> tuple[ArgumentGenerator, SessionPool]:
         async with self._starting:
@@ -93,9 +104,24 @@ class Runner:
             return self._generator, self._pool
 
     async def aclose(self) -> None:
+        background, self._background = self._background, None
+        if background is not None:
+            background.cancel_scope.cancel()  # turns not yet decoded are dropped with the engine
+            await background.__aexit__(None, None, None)
         if self._engine is not None:
             engine, self._engine, self._generator, self._pool = self._engine, None, None, None
             await engine.__aexit__(None, None, None)
+
+    def _settle_later(self, pool: SessionPool, key: Hashable) -> None:
+        if self._background is not None:
+            self._background.start_soon(self._settle, pool, key)
+
+    @staticmethod
+    async def _settle(pool: SessionPool, key: Hashable) -> None:
+        try:
+            await pool.settle(key)
+        except Exception as exc:  # boundary: a background task must not take the gateway down
+            logger.warning("could not add a turn to an engine session: %s", exc)
 
     def _key(self, client: object | None) -> Hashable:
         if client is None:
@@ -138,7 +164,8 @@ class Runner:
             answer = _text(upstream.get("content") or [])
             turn = (f"Earlier request: {query}\nArguments: {json.dumps(generated.arguments)}\n"
                     f"Result: {' '.join(answer.split())[:RESULT_CHARS]}\n")  # fmt: skip
-            await pool.remember(key, turn)
+            pool.defer(key, turn)  # decoded after the answer has gone out, or before this client's next run
+        self._settle_later(pool, key)
         structured = {"status": "called", "trace": trace, "result": upstream.get("structuredContent")}
         return {"content": upstream.get("content") or [], "structuredContent": structured,
                 "isError": bool(upstream.get("isError"))}  # fmt: skip

@@ -2,6 +2,9 @@
 
 A client's runs are kept in order (one at a time per client); each leaves a short turn in its session
 (request, arguments, the start of the result), so the session's depth grows with use, as in the paper.
+Decoding a turn takes about as long as generating the arguments, so `run` queues it (`defer`) and a
+background task decodes it (`settle`) after the answer has gone out; a lease decodes any queued turn
+first, so the client's next request always sees it.
 Past `max_depth` tokens the session is rebuilt with only its latest turn. When every engine session is
 taken, the least recently used idle one is closed for the newcomer; concurrent clients share the model,
 the context's preamble cells and every compiled block.
@@ -35,6 +38,8 @@ class _Entry:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     users: int = 0
     turns: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    """Turns queued by `defer`, not yet decoded into the session."""
 
 
 class SessionPool:
@@ -74,6 +79,8 @@ class SessionPool:
         entry = await self._entry(key)
         try:
             async with entry.lock:
+                while entry.pending:
+                    await self._append_turn(entry, entry.pending.pop(0))
                 yield entry.session
         finally:
             entry.users -= 1
@@ -84,10 +91,25 @@ class SessionPool:
         return await self.engine.run(lambda rt: rt.session(session.id).n_past - rt.anchor)
 
     async def remember(self, key: Hashable, turn: str) -> None:
-        """Add a turn to `key`'s session (call it inside `lease`); rebuild the session when it is too deep."""
+        """Add a turn to `key`'s session now (call it inside `lease`); rebuild the session when too deep."""
         entry = self._entries.get(key)
-        if entry is None:
-            return
+        if entry is not None:
+            await self._append_turn(entry, turn)
+
+    def defer(self, key: Hashable, turn: str) -> None:
+        """Queue a turn for `key`'s session (inside `lease`): decoded by `settle`, or before its next lease."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.pending.append(turn)
+
+    async def settle(self, key: Hashable) -> None:
+        """Decode the turns queued for `key`, if its session is still there."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.pending:
+            async with self.lease(key):
+                pass
+
+    async def _append_turn(self, entry: _Entry, turn: str) -> None:
         entry.turns = [*entry.turns[-7:], turn]
         session = entry.session
 

@@ -36,3 +36,18 @@ async def test_a_session_too_deep_is_rebuilt_from_its_latest_turn(tmp_path):
                 for number in range(6):
                     await pool.remember("a", f"Earlier request: turn {number}\nArguments: {{}}\n")
                 assert 0 < await pool.depth(a) <= 40
+
+
+async def test_a_deferred_turn_is_in_the_session_before_the_next_lease_or_after_settle(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 2, max_depth=400)
+            async with pool.lease("a") as a:
+                pool.defer("a", "Earlier request: hi\nArguments: {}\n")
+                assert await pool.depth(a) == 0  # queued, not decoded yet
+            async with pool.lease("a") as again:  # the next lease decodes it first
+                first = await pool.depth(again)
+                pool.defer("a", "Earlier request: and again\nArguments: {}\n")
+            await pool.settle("a")
+            async with pool.lease("a") as settled:
+                assert 0 < first < await pool.depth(settled)
