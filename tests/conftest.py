@@ -83,19 +83,9 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
 
 def start_gateway_http(config: Path, *extra: str) -> tuple[Any, str]:
     """A real `nexus-gateway serve --transport http` process on a free port; returns (process, base URL)."""
-    import re
-    import subprocess
+    from nexus_gateway.bench._serve import start_http
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
-         "--port", "0", *extra],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if match := re.search(r"listening on (http://\S+)", line):
-            return proc, match.group(1)
-    raise RuntimeError(f"the gateway exited before listening (status {proc.wait()})")
+    return start_http(config, *extra)
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

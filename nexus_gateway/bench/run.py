@@ -16,11 +16,9 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -32,6 +30,7 @@ import anyio
 import numpy as np
 from mcp import Client
 
+from nexus_gateway.bench._serve import start_http
 from nexus_gateway.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -41,7 +40,6 @@ TOOL = "weather__get_current_weather"
 REQUEST = "What is the current weather in {city}?"
 CITIES = ("Paris", "Tokyo", "London", "Lima", "Cairo", "Sydney", "Toronto", "Berlin", "Madrid", "Rome")
 """Cities the packaged 270M model fills right alone (it writes "O" for Oslo); varied across requests."""
-START_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -65,26 +63,12 @@ def _config(folder: Path) -> Path:
     return config
 
 
-def _drain(proc: subprocess.Popen[str]) -> None:
-    """Read the gateway's stderr to the end, so a full pipe never stalls it."""
-    assert proc.stderr is not None
-    for _ in proc.stderr:
-        pass
-
-
 @contextmanager
 def gateway_process(config: Path) -> Iterator[str]:
     """A `nexus-gateway serve --transport http` process on a free loopback port; yields its base URL."""
-    port = _free_port()
-    command = [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
-               "--port", str(port), "--log-level", "warning"]  # fmt: skip
-    proc = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    threading.Thread(target=_drain, args=(proc,), daemon=True).start()
+    proc, url = start_http(config)
     try:
-        _wait_listening(proc, port)
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -92,22 +76,6 @@ def gateway_process(config: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(proc: subprocess.Popen[str], port: int) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline and proc.poll() is None:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"the gateway is not listening on port {port} (status {proc.poll()})")
 
 
 def _judge(city: str, result: Any) -> tuple[bool, bool, dict[str, Any]]:

@@ -1,0 +1,34 @@
+"""A real `nexus-gateway serve --transport http` process, for benchmarks and integration tests."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+def start_http(config: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """Start the gateway on a free loopback port (port 0) and return (process, base URL) once it listens.
+
+    Its stderr is read to the end by a daemon thread from then on, so a full pipe never stalls it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
+         "--port", "0", *extra],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if match := _LISTENING.search(line):
+            threading.Thread(target=_drain, args=(proc,), daemon=True).start()
+            return proc, match.group(1)
+    raise RuntimeError(f"the gateway exited before listening (status {proc.wait()})")
+
+
+def _drain(proc: subprocess.Popen[str]) -> None:
+    assert proc.stderr is not None
+    for _ in proc.stderr:
+        pass
