@@ -37,7 +37,6 @@ class _Entry:
     session: Session
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     users: int = 0
-    turns: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
     """Turns queued by `defer`, not yet decoded into the session."""
 
@@ -110,7 +109,6 @@ class SessionPool:
                 pass
 
     async def _append_turn(self, entry: _Entry, turn: str) -> None:
-        entry.turns = [*entry.turns[-7:], turn]
         session = entry.session
 
         def append(rt: Runtime) -> None:
