@@ -55,11 +55,17 @@ def test_sync_embeds_only_new_or_changed_tools():
     assert len(slb) == 1 and slb.embedded_last_sync == 0
 
 
+def _saved_index(path: Path) -> SemanticLookasideBuffer:
+    """An index of TEXTS by the hashing embedder, saved at `path`."""
+    slb = SemanticLookasideBuffer(make_embedder("hashing"))
+    slb.sync(list(TEXTS), list(TEXTS.values()))
+    slb.save(path)
+    return slb
+
+
 def test_a_restart_loads_the_index_and_re_embeds_nothing(tmp_path: Path):
     path = tmp_path / "index.npz"
-    first = SemanticLookasideBuffer(make_embedder("hashing"))
-    first.sync(list(TEXTS), list(TEXTS.values()))
-    first.save(path)
+    first = _saved_index(path)
     embedder = CountingEmbedder()
     second = SemanticLookasideBuffer(embedder)
     assert second.load(path)
@@ -70,9 +76,7 @@ def test_a_restart_loads_the_index_and_re_embeds_nothing(tmp_path: Path):
 
 def test_an_index_from_another_embedder_or_a_corrupt_file_is_not_loaded(tmp_path: Path):
     path = tmp_path / "index.npz"
-    slb = SemanticLookasideBuffer(make_embedder("hashing"))
-    slb.sync(list(TEXTS), list(TEXTS.values()))
-    slb.save(path)
+    _saved_index(path)
     other = CountingEmbedder()
     other.name = "another-model"
     assert not SemanticLookasideBuffer(other).load(path)
