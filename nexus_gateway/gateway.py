@@ -114,7 +114,9 @@ class Gateway:
     async def _on_listing(self, upstream: Upstream) -> None:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
-            await self._reindex()
+            self._catalog_version += 1
+            if self.settings.mode != "passthrough":  # a gateway that never routes indexes on its first search
+                await self._reindex()
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
@@ -132,7 +134,6 @@ class Gateway:
     async def _reindex(self) -> None:
         """Index the catalog as it is now. Upstreams that list their tools while an index runs share the
         next run (at start-up, dozens of upstreams cost two or three runs, not one each)."""
-        self._catalog_version += 1
         wanted = self._catalog_version
         async with self._index_lock:
             if self._indexed_version >= wanted:
@@ -159,6 +160,8 @@ class Gateway:
     async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
         want = k or self.settings.search_k
+        if self._indexed_version < self._catalog_version:
+            await self._reindex()
         hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
         tau = self.retriever.tau
         automatic = bool(hits) and (len(hits) == 1 or hits[0].score - hits[1].score >= tau)

@@ -112,3 +112,10 @@ async def test_search_marks_the_first_result_automatic_only_when_the_margin_clea
             results = await gateway.search("echo the text back unchanged", 3)
         assert results[0].name == "one__echo"
         assert results[0].automatic is expected and not any(r.automatic for r in results[1:])
+
+
+async def test_a_passthrough_gateway_indexes_only_when_searched(tmp_path: Path):
+    async with running_gateway(make_config(tmp_path, {"one": faulty()}, mode="passthrough")) as (gateway, client):
+        assert gateway._indexed_version == 0  # nothing embedded at start-up: passthrough never routes
+        result = await client.call_tool("search_tools", {"query": "echo the text back"})
+    assert text_of(result).startswith("one__echo(") and gateway._indexed_version == gateway._catalog_version
