@@ -94,8 +94,9 @@ async def test_clients_are_told_when_an_upstream_tool_list_changes(tmp_path: Pat
         async with Client(build_server(gateway), mode="legacy", cache=None, message_handler=handler) as client:
             await client.list_tools()  # a request made earlier: the client is known from then on
             await client.call_tool("one__grow", {"name": "late_tool"})
-            with anyio.fail_after(5):
+            with anyio.fail_after(5):  # a client never told fails here
                 await told.wait()
+    assert told.is_set()
 
 
 async def test_search_marks_the_first_result_automatic_only_when_the_margin_clears_tau(tmp_path: Path):
