@@ -1,0 +1,81 @@
+"""State files: written atomically, validated on load, never fatal.
+
+The gateway keeps derived state (the description ledger, the routing index, calibration) under its
+state directory. None of it is precious: all of it can be rebuilt from the upstreams. So:
+
+- a file that cannot be written is a warning, and serving goes on (`save_json`, `save_bytes`);
+- a file that is missing reads as `None`, and the caller rebuilds;
+- a file that cannot be parsed or fails its validator is moved aside to `<name>.corrupt-<UTC time>`,
+  logged once, and reads as `None` (`load_json`, `move_aside`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class StateInvalid(ValueError):
+    """Raised by a validator passed to `load_json` when the data has the wrong shape."""
+
+
+def move_aside(path: Path, reason: str) -> Path | None:
+    """Rename a bad state file to `<name>.corrupt-<UTC time>` so it is kept for inspection and rebuilt."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    try:
+        os.replace(path, target)
+    except OSError as exc:
+        logger.warning("state file %s is unusable (%s) and could not be moved aside: %s", path, reason, exc)
+        return None
+    logger.warning("state file %s is unusable (%s); moved it to %s and will rebuild it", path, reason, target.name)
+    return target
+
+
+def load_json(path: Path, validate: Callable[[Any], T]) -> T | None:
+    """The validated content of a JSON state file, or `None` when it is missing or bad (bad ones are moved
+    aside). `validate` returns the value to use or raises `StateInvalid` / `ValueError` / `TypeError`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("could not read state file %s: %s", path, exc)
+        return None
+    try:
+        return validate(json.loads(raw.decode("utf-8")))
+    except (ValueError, TypeError, KeyError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        move_aside(path, f"{type(exc).__name__}: {exc}"[:200])
+        return None
+
+
+def save_bytes(path: Path, data: bytes) -> bool:
+    """Write `data` to `path` atomically (temporary file + rename). On failure, log a warning and return
+    False: state that cannot be written never stops the gateway."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.warning("could not write state file %s (%s); going on without saving it", path, exc)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def save_json(path: Path, value: Any) -> bool:
+    """`save_bytes` of `value` as JSON."""
+    return save_bytes(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
