@@ -87,6 +87,8 @@ class NexusSettings(BaseModel):
     restart_backoff_initial: float = Field(default=0.25, gt=0)
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
+    list_page_size: int = Field(default=100, ge=1)
+    """Items per page of tools/list, resources/list, resources/templates/list and prompts/list."""
     embedder: str = "default"
     """`default` (all-MiniLM-L6-v2 int8, offline), `hashing`, `gguf:/path/to/embedding-model.gguf`, or `bm25`."""
     fusion: Literal["linear", "rrf", "dense", "lexical"] = "linear"

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as types
@@ -38,7 +38,10 @@ from nexus_gateway.validation import validate_arguments
 
 logger = logging.getLogger(__name__)
 
-ChangeListener = Callable[[], Awaitable[None]]
+Changed = frozenset[Literal["tools", "resources", "prompts"]]
+"""Which of the lists the gateway serves changed."""
+ChangeListener = Callable[[Changed], Awaitable[None]]
+T = TypeVar("T")
 ToolResult = types.CallToolResult | dict[str, Any]
 """A tools/call result: a model for the gateway's own results, wire form for forwarded upstream ones."""
 
@@ -78,6 +81,8 @@ class Gateway:
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
         self._template_prefixes: list[tuple[str, str]] = []
+        self._listed: dict[str, tuple[Any, Any]] = {}
+        """Per upstream, the (resources and templates, prompts) it listed last."""
         self._last_mode: str | None = None
         self._ready = False
         self._index_lock = anyio.Lock()
@@ -107,8 +112,18 @@ class Gateway:
         finally:
             await self.pool.__aexit__(*exc_info)
 
+    async def _after_start(self, find: Callable[[], T]) -> T:
+        """`find()`; when it finds nothing while upstreams are still starting, again once they have."""
+        try:
+            return find()
+        except NexusError:
+            if self._ready:
+                raise
+        await self.wait_ready()
+        return find()
+
     def on_change(self, listener: ChangeListener) -> None:
-        """Call `listener` whenever the tools, resources or prompts the gateway serves change."""
+        """Call `listener` with what changed whenever the tools, resources or prompts the gateway serves change."""
         self._listeners.append(listener)
 
     async def _on_listing(self, upstream: Upstream) -> None:
@@ -123,12 +138,22 @@ class Gateway:
             )  # fmt: skip
         self._index_resources()
         mode = self.mode
+        changed: set[Literal["tools", "resources", "prompts"]] = set()
         if diff and (mode == "passthrough" or mode != self._last_mode or diff.added or diff.removed):
+            changed.add("tools")
+        before = self._listed.get(upstream.name, (([], []), []))
+        now = ((upstream.resources, upstream.resource_templates), upstream.prompts)
+        self._listed[upstream.name] = now
+        if now[0] != before[0]:
+            changed.add("resources")
+        if now[1] != before[1]:
+            changed.add("prompts")
+        if changed:
             for listener in list(self._listeners):
                 try:
-                    await listener()
+                    await listener(frozenset(changed))
                 except Exception:  # boundary: one broken client session must not stop ingest
-                    logger.exception("tools-changed listener failed")
+                    logger.exception("list-changed listener failed")
         self._last_mode = mode
 
     async def _reindex(self) -> None:
@@ -187,6 +212,8 @@ class Gateway:
         long as the client's connection) keys `run`'s engine session."""
         arguments = arguments or {}
         try:
+            if name in meta_tools.NAMES:
+                validate_arguments(name, meta_tools.input_schema(name), arguments, key=f"meta-tool:{name}")
             if name == meta_tools.RUN:
                 return await self.runner.run(arguments, client)
             if name in meta_tools.NAMES:
@@ -287,7 +314,8 @@ class Gateway:
         return upstream
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        return await self._resource_upstream(uri).read_resource(uri)
+        upstream = await self._after_start(lambda: self._resource_upstream(uri))
+        return await upstream.read_resource(uri)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         return [
@@ -297,9 +325,13 @@ class Gateway:
         ]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        upstream, prompt = await self._after_start(lambda: self._prompt_upstream(name))
+        return await upstream.get_prompt(prompt, arguments)
+
+    def _prompt_upstream(self, name: str) -> tuple[Upstream, str]:
         for upstream in self.pool.upstreams.values():
             for prompt in upstream.prompts:
                 if namespaced_name(upstream.name, prompt["name"]) == name:
-                    return await upstream.get_prompt(prompt["name"], arguments)
+                    return upstream, prompt["name"]
         server = name.split(SEPARATOR, 1)[0]
         raise NexusError(f"Unknown prompt {name!r} (server {server!r} lists no such prompt).")

@@ -85,3 +85,9 @@ def definitions(tool_count: int, servers: list[str], *, run: bool = True) -> lis
             "annotations": _READ_ONLY,
         },
     ] + ([RUN_DEFINITION] if run else [])
+
+
+def input_schema(name: str) -> dict[str, Any]:
+    """The input schema of the meta-tool `name` (one of `NAMES`)."""
+    schema: dict[str, Any] = next(tool["inputSchema"] for tool in definitions(0, []) if tool["name"] == name)
+    return schema

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from nexus_gateway.config import GatewayConfig, load_config
 from nexus_gateway.gateway import Gateway
@@ -19,6 +19,7 @@ from nexus_gateway.server.app import build_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = str(ROOT / "tests" / "servers" / "faulty_server.py")
+LIBRARY = str(ROOT / "tests" / "servers" / "library_server.py")
 EXAMPLES = ROOT / "examples"
 
 
@@ -33,6 +34,18 @@ def stdio_entry(script: str, *args: str, **extra: Any) -> dict[str, Any]:
 
 def faulty(*args: str, **extra: Any) -> dict[str, Any]:
     return stdio_entry(FAULTY, *args, **extra)
+
+
+def library(*args: str, **extra: Any) -> dict[str, Any]:
+    """An upstream with tools, resources, templates and prompts (tests/servers/library_server.py)."""
+    return stdio_entry(LIBRARY, *args, **extra)
+
+
+def gateway_params(config: Path, *extra: str) -> StdioServerParameters:
+    """How a host launches the gateway over stdio: `nexus-gateway serve --config CONFIG`."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_gateway", "serve", "--config", str(config), *extra]
+    )
 
 
 def write_config(tmp_path: Path, servers: dict[str, Any], **nexus: Any) -> Path:

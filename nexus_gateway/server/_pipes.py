@@ -26,6 +26,8 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from nexus_gateway.server._rejects import rejection
+
 logger = logging.getLogger(__name__)
 
 _LINE_LIMIT = 64 * 1024 * 1024
@@ -68,6 +70,15 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     )
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
 
+    async def write_line(message: types.JSONRPCMessage) -> bool:
+        """Write one message; False once the host has closed its end."""
+        writer.write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        try:
+            await writer.drain()
+        except ConnectionError:
+            return False
+        return True
+
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -87,6 +98,12 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except ValueError as exc:
+                    answer = rejection(line)
+                    if answer is None:
+                        logger.warning("dropped a malformed response from the host")
+                    else:
+                        logger.warning("answered an invalid input line (id %r) with error %d", answer.id, answer.error.code)
+                        await write_line(answer)
                     await read_writer.send(exc)
                     continue
                 await read_writer.send(SessionMessage(message))
@@ -94,11 +111,7 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     async def write_stdout() -> None:
         async with write_reader:
             async for session_message in write_reader:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                writer.write(data.encode() + b"\n")
-                try:
-                    await writer.drain()
-                except ConnectionError:
+                if not await write_line(session_message.message):
                     return  # the host closed its end
 
     try:

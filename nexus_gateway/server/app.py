@@ -18,7 +18,9 @@ from mcp.shared.exceptions import MCPError
 
 from nexus_gateway import __version__
 from nexus_gateway.errors import NexusError
-from nexus_gateway.gateway import Gateway
+from nexus_gateway.gateway import Changed, Gateway
+from nexus_gateway.server._pages import page_result
+from nexus_gateway.server._results import CACHE_HINTS, complete
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +37,28 @@ def client_of(ctx: ServerRequestContext[Any]) -> Connection:
     return ctx.session._connection
 
 
+NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True)
+"""The list_changed notifications the gateway sends (see `notify_changed`), hence advertises."""
+
+
+class GatewayServer(Server[Any]):
+    """The SDK's server, advertising the gateway's notifications on every transport (the streamable-HTTP
+    manager and the in-memory client build their initialize result without being told)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NOTIFICATIONS, experimental_capabilities, extensions
+        )
+
+
 def build_server(gateway: Gateway) -> Server[Any]:
     clients: weakref.WeakSet[Connection] = weakref.WeakSet()
+    page_size = gateway.settings.list_page_size
 
     def seen(ctx: ServerRequestContext[Any]) -> None:
         clients.add(client_of(ctx))
@@ -44,20 +66,22 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return {"tools": gateway.list_tools()}
+        return page_result("tools", gateway.list_tools(), params, page_size)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return await gateway.call_tool(params.name, params.arguments, client=client_of(ctx))
+        return complete(await gateway.call_tool(params.name, params.arguments, client=client_of(ctx)))
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return {"resources": gateway.list_resources()}
+        return page_result("resources", gateway.list_resources(), params, page_size)
 
     async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
-        return {"resourceTemplates": gateway.list_resource_templates()}
+        await gateway.wait_ready()
+        seen(ctx)
+        return page_result("resourceTemplates", gateway.list_resource_templates(), params, page_size)
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
         try:
@@ -68,7 +92,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return {"prompts": gateway.list_prompts()}
+        return page_result("prompts", gateway.list_prompts(), params, page_size)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
         try:
@@ -76,7 +100,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         except NexusError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
 
-    server: Server[Any] = Server(
+    server = GatewayServer(
         "nexus-gateway",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -87,20 +111,26 @@ def build_server(gateway: Gateway) -> Server[Any]:
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        cache_hints=CACHE_HINTS,
     )
 
-    async def notify_tools_changed() -> None:
+    async def notify_changed(changed: Changed) -> None:
         for client in list(clients):
             try:
-                await client.send_tool_list_changed()
+                if "tools" in changed:
+                    await client.send_tool_list_changed()
+                if "resources" in changed:
+                    await client.send_resource_list_changed()
+                if "prompts" in changed:
+                    await client.send_prompt_list_changed()
             except Exception as exc:  # boundary: a gone client must not stop the others being told
-                logger.debug("could not notify a client of changed tools: %s", exc)
+                logger.debug("could not notify a client of changed lists: %s", exc)
 
-    gateway.on_change(notify_tools_changed)
+    gateway.on_change(notify_changed)
     if not gateway.settings.tracing:
         server.middleware.clear()  # the SDK's only default middleware is its OpenTelemetry span per request
     return server
 
 
 def initialization_options(server: Server[Any]) -> InitializationOptions:
-    return server.create_initialization_options(NotificationOptions(tools_changed=True))
+    return server.create_initialization_options(NOTIFICATIONS)

@@ -10,17 +10,11 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from tests.conftest import faulty, text_of, write_config
+from tests.conftest import faulty, gateway_params, text_of, write_config
 
 pytestmark = pytest.mark.anyio
-
-
-def gateway_params(config: Path, *extra: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "nexus_gateway", "serve", "--config", str(config), *extra]
-    )
 
 
 async def test_stdio_gateway_lists_and_calls_tools(tmp_path: Path):
