@@ -12,7 +12,7 @@ import psutil
 import pytest
 from mcp import Client
 
-from tests.conftest import faulty, gateway_params, text_of, write_config
+from tests.conftest import faulty, gateway_params, library, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +69,16 @@ def test_signal_shuts_down_and_reaps_every_upstream(tmp_path: Path, signum: int)
     proc.wait(timeout=15)
     _, still_running = psutil.wait_procs(children, timeout=5)
     assert still_running == []
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_requests_right_after_connecting_wait_for_a_slow_upstream(tmp_path: Path, era: str):
+    config = write_config(tmp_path, {"library": library("--start-delay", "2")}, mode="passthrough", start_timeout=20)
+    with anyio.fail_after(40):
+        async with Client(gateway_params(config), mode=era, cache=None) as client:
+            prompt = await client.get_prompt("library__review", {"topic": "start-up"})
+            read = await client.read_resource("library://book/dune")
+            templates = await client.list_resource_templates()
+    assert prompt.messages[0].content.text == "Please review start-up."  # type: ignore[union-attr]
+    assert read.contents[0].text == "The book dune."  # type: ignore[union-attr]
+    assert [template.uri_template for template in templates.resource_templates] == ["library://book/{slug}"]
