@@ -1,0 +1,65 @@
+"""The stdio transport answers every line a host sends, even lines that are not valid JSON-RPC."""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.text import TextReceiveStream
+
+from nexus_gateway.server._rejects import rejection
+from tests.conftest import write_config
+
+pytestmark = pytest.mark.anyio
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+BAD_LINES = [
+    "this is not JSON",  # parse error, id null
+    '{"jsonrpc": "2.0", "id": "bad-params", "method": "tools/list", "params": "not an object"}',
+    '{"jsonrpc": "1.0", "id": 3, "method": "tools/list"}',
+    '{"id": 4, "method": "tools/list"}',
+    '{"jsonrpc": "2.0", "method": 5}',  # invalid, and no id to read: id null
+    '{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"arguments": {}}}',  # valid shape, bad params
+]
+EXPECTED = {None: [-32700, -32600], "bad-params": [-32600], 3: [-32600], 4: [-32600], 6: [-32602]}
+
+
+async def test_invalid_lines_get_one_error_each_and_the_gateway_keeps_serving(tmp_path: Path):
+    config = write_config(tmp_path, {}, mode="routed")
+    lines = [json.dumps(INITIALIZE), '{"jsonrpc": "2.0", "method": "notifications/initialized"}', *BAD_LINES]
+    lines.append('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
+    replies: list[dict[str, Any]] = []
+    with anyio.fail_after(40):
+        async with await anyio.open_process(
+            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)], stderr=None
+        ) as proc:
+            assert proc.stdin and proc.stdout
+            await proc.stdin.send(("\n".join(lines) + "\n").encode())
+            buffered = ""
+            async for chunk in TextReceiveStream(proc.stdout):
+                buffered += chunk
+                *complete, buffered = buffered.split("\n")
+                replies.extend(json.loads(line) for line in complete if line)
+                if any(reply.get("id") == 7 for reply in replies):
+                    break
+            await proc.stdin.aclose()
+            assert await proc.wait() == 0
+    errors: dict[Any, list[int]] = {}
+    for reply in replies:
+        if "error" in reply:
+            errors.setdefault(reply["id"], []).append(reply["error"]["code"])
+    assert {key: sorted(codes) for key, codes in errors.items()} == EXPECTED
+    assert [reply["id"] for reply in replies if "result" in reply] == [1, 7]
+    assert next(reply for reply in replies if reply["id"] == 7)["result"]["tools"]
+
+
+def test_a_malformed_response_from_the_host_is_never_answered():
+    assert rejection('{"jsonrpc": "2.0", "id": 9, "result": "not an object"}') is None
+    assert rejection('{"jsonrpc": "2.0", "id": true, "method": "ping", "params": 1}').id is None  # type: ignore[union-attr]
