@@ -102,7 +102,9 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                     if answer is None:
                         logger.warning("dropped a malformed response from the host")
                     else:
-                        logger.warning("answered an invalid input line (id %r) with error %d", answer.id, answer.error.code)
+                        logger.warning(
+                            "answered an invalid input line (id %r) with error %d", answer.id, answer.error.code
+                        )
                         await write_line(answer)
                     await read_writer.send(exc)
                     continue

@@ -1,8 +1,9 @@
 """Every protocol era the SDK speaks, on every front transport, through a real gateway process.
 
-The handshake era (`mode="legacy"`) runs on stdio, streamable HTTP (/mcp) and SSE (/sse); the
-modern stateless era (`mode="auto"`, which negotiates 2026-07-28) on stdio, /mcp and /sse. Lists come in pages of two, so every list here spans several pages. One client
-per era and front checks everything, since each stdio client is a new gateway process.
+The handshake era (`mode="legacy"`) and the modern stateless era (`mode="auto"`, which negotiates
+2026-07-28) each on stdio, streamable HTTP (/mcp) and SSE (/sse). Lists come in pages of two, so
+every list here spans several pages. One client per era and front checks everything, since each
+stdio client is a new gateway process.
 """
 
 import signal
