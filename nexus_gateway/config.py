@@ -48,6 +48,8 @@ class StdioServer(_Entry):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    max_result_bytes: int | None = Field(default=None, ge=1024)
+    """The longest message this server may send, in bytes; the gateway's `max_result_bytes` when unset."""
 
 
 class RemoteServer(_Entry):
@@ -100,6 +102,8 @@ class NexusSettings(BaseModel):
     """Extra Host header values accepted on HTTP (loopback is always accepted)."""
     allowed_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_result_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """The longest message a stdio upstream may send (a tool result, say); a longer one becomes an error result."""
     tracing: bool = False
     """Wrap each request in an OpenTelemetry span (the SDK's middleware); costs ~0.1 ms a call."""
     state_dir: str | None = None

@@ -24,7 +24,7 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -33,6 +33,7 @@ from pydantic import TypeAdapter
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 
 logger = logging.getLogger(__name__)
 
@@ -168,8 +169,13 @@ class Upstream:
     def _open_transport(self) -> Any:
         spec = self.spec
         if isinstance(spec, StdioServer):
-            params = StdioServerParameters(command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd)
-            return stdio_client(params, errlog=sys.stderr)
+            env = get_default_environment() | spec.env
+            if sys.platform == "win32":  # pragma: no cover - the SDK's transport knows Job Objects and PATHEXT
+                params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
+                return stdio_client(params, errlog=sys.stderr)
+            command = StdioCommand(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
+            cap = spec.max_result_bytes or self.settings.max_result_bytes
+            return stdio_upstream(command, server=self.name, max_bytes=cap, errlog=sys.stderr)
         assert isinstance(spec, RemoteServer)
         if spec.transport == "sse":
             return sse_client(spec.url, headers=spec.headers or None, timeout=self.start_timeout)
