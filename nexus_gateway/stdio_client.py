@@ -50,7 +50,7 @@ class StdioCommand:
     cwd: str | None = None
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def _parse(line: bytearray) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -92,7 +92,7 @@ async def stdio_upstream(
     pending: OrderedDict[Any, str] = OrderedDict()
     writer_done = anyio.Event()
 
-    async def deliver(item: bytes | Oversized) -> None:
+    async def deliver(item: bytearray | Oversized) -> None:
         if isinstance(item, Oversized):
             answer = _too_large_answer(server, item, max_bytes, pending)
             if answer is not None:

@@ -32,9 +32,13 @@ _PIECE = 1 << 20
 
 
 def blob_text(megabytes: float) -> str:
-    """`megabytes` * 1,000,000 characters, numbered every ten so a corrupted byte shows."""
-    blocks = int(megabytes * 100_000)
-    return "".join(f"{i:09d};" for i in range(blocks))
+    """`megabytes` * 1,000,000 characters; each million starts with its number, so a lost piece shows."""
+    size = int(megabytes * 1_000_000)
+    pages = [f"{page:09d};" + _FILL for page in range(size // 1_000_000 + 1)]
+    return "".join(pages)[:size]
+
+
+_FILL = "abcdefghij" * 99_999
 
 
 def _answer(method: str, params: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
