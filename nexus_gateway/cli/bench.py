@@ -33,6 +33,22 @@ def proxy(
     out.print_json(text)
 
 
+@app.command("big-result")
+def big_result(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    megabytes: Annotated[float, typer.Option(min=0.001, help="Size of the tool result.")] = 40.0,
+    repeats: Annotated[int, typer.Option(min=1, help="Calls per path.")] = 3,
+) -> None:
+    """Seconds and MB/s to receive one large tool result through the gateway against the upstream directly (stdio)."""
+    from nexus_gateway.bench.big_result import run
+
+    result = run(megabytes, repeats)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(text)
+
+
 @app.command("run")
 def run_(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
