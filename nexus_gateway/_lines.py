@@ -84,4 +84,3 @@ class LineFramer:
         line = self._line if self._head is None else Oversized(self._size, self._head, self._tail)
         self._line, self._size, self._head, self._tail = bytearray(), 0, None, b""
         return line
-

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import TextIO
@@ -91,10 +92,10 @@ def _signal_group(pgid: int, signum: int) -> bool:
     return True
 
 
-async def _wait(done: object, timeout: float) -> bool:
-    assert callable(done)
+async def _wait(done: Callable[[], bool], timeout: float) -> bool:
+    # Polled: no event tells a group is empty, and asyncio's process.wait() also waits for pipe EOF.
     with anyio.move_on_after(timeout):
-        while not done():
+        while not done():  # noqa: ASYNC110
             await anyio.sleep(_POLL)
         return True
     return False

@@ -137,7 +137,8 @@ async def stdio_upstream(
 
     async def watch_exit(reading: anyio.CancelScope) -> None:
         # stdout ends when the upstream exits, unless something it started holds the pipe open.
-        while process.returncode is None:
+        # Polled: asyncio's process.wait() also waits for that pipe.
+        while process.returncode is None:  # noqa: ASYNC110
             await anyio.sleep(_EXIT_POLL)
         await anyio.sleep(_EXIT_POLL)  # let the reader take what the upstream wrote last
         reading.cancel()

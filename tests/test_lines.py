@@ -39,12 +39,16 @@ def test_a_line_over_the_cap_is_dropped_and_the_next_line_is_kept():
 
 def test_an_oversized_response_with_its_id_last_is_still_named():
     framer = LineFramer(1000)
-    (oversized,) = framer.feed(b'{"result":{"content":[{"id":1,"text":"' + b"z" * 9000 + b'"}]},"jsonrpc":"2.0","id":"r-9"}\n')
+    (oversized,) = framer.feed(
+        b'{"result":{"content":[{"id":1,"text":"' + b"z" * 9000 + b'"}]},"jsonrpc":"2.0","id":"r-9"}\n'
+    )
     assert isinstance(oversized, Oversized) and oversized.response_id() == "r-9"
 
 
 def test_an_oversized_request_or_notification_names_no_response():
     framer = LineFramer(1000)
     lines = framer.feed(b'{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":"' + b"q" * 2000 + b'"}\n')
-    lines += framer.feed(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"id":4,"x":"' + b"q" * 2000 + b'"}}\n')
+    lines += framer.feed(
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"id":4,"x":"' + b"q" * 2000 + b'"}}\n'
+    )
     assert [line.response_id() for line in lines if isinstance(line, Oversized)] == [None, None]
