@@ -10,8 +10,8 @@ and waits. When the command exits, this process exits with its status. When the 
 sends SIGTERM to the whole group, gives the command `GRACE` seconds, then SIGKILLs the group,
 itself included: a kill -9 of the gateway leaves no upstream and no grandchild behind.
 
-The gateway signals the group, not this process, so SIGTERM, SIGINT and SIGHUP-from-others change
-nothing here: this process stays until its command is gone. Standard library only, run with `-I
+The gateway signals the whole group, so SIGTERM and SIGINT change nothing here (the command gets
+them directly): this process stays until its command is gone. Standard library only, run with `-I
 -S`: it starts in about 20 ms and holds a few MB.
 """
 
