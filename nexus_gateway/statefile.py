@@ -11,6 +11,7 @@ state directory. None of it is precious: all of it can be rebuilt from the upstr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -68,10 +69,8 @@ def save_bytes(path: Path, data: bytes) -> bool:
         os.replace(tmp, path)
     except OSError as exc:
         logger.warning("could not write state file %s (%s); going on without saving it", path, exc)
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         return False
     return True
 
