@@ -204,6 +204,14 @@ class Forwarder:
         host = self.hosts.seen(ctx)
         if host is not None:
             return await call(RequestLink(ctx, host.level), meta)
+        result = await self._call_modern(ctx, params, call, meta)
+        if isinstance(result, dict) and "resultType" not in result:
+            result = {**result, "resultType": "complete"}  # a handshake-era upstream's result, on the modern wire
+        return result
+
+    async def _call_modern(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn, meta: Any
+    ) -> Any:
         requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
         log_level = requested if isinstance(requested, str) and requested in LEVELS else OFF
         if log_level != OFF:
