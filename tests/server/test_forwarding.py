@@ -16,6 +16,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from nexus_gateway.config import load_config
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.server.app import build_server
 from tests.conftest import ROOT, running_gateway, start_gateway_http, stdio_entry, text_of, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
@@ -259,3 +261,21 @@ async def test_progress_restarts_the_call_timeout_up_to_the_hard_maximum(tmp_pat
     assert text_of(alive) == "done" and not alive.is_error
     assert silent.is_error and "did not answer the call to 'slow' within 1s" in text_of(silent)
     assert endless.is_error and "past the 3s maximum" in text_of(endless)
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("plain", [False, True])
+async def test_logging_completions_and_subscriptions_are_advertised_only_when_an_upstream_has_them(
+    tmp_path: Path, plain: bool, era: str
+):
+    entry = stdio_entry(FEATURES, *(["--plain"] if plain else []))
+    config = load_config(write_config(tmp_path, {"features": entry}, mode="passthrough"))
+    with anyio.fail_after(60):
+        async with Gateway(config) as gateway:
+            await gateway.wait_ready()
+            async with Client(build_server(gateway), mode=era, cache=None) as client:
+                capabilities = client.server_capabilities
+    assert (capabilities.logging is not None) is (not plain)
+    assert (capabilities.completions is not None) is (not plain)
+    if era == "legacy":
+        assert capabilities.resources is not None and capabilities.resources.subscribe is (not plain)

@@ -13,10 +13,12 @@ Tools:
     touch(uri)               sends notifications/resources/updated for `uri`
 Resources: features://status (subscribable), template features://items/{name} (completions for name).
 Prompt: greet(name) (completions for name). The last logging/setLevel is readable as features://level.
+With --plain the server declares no logging, completions or resource subscriptions.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
@@ -173,7 +175,7 @@ async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelReques
     return types.EmptyResult()
 
 
-def build() -> Server[Any]:
+def build(plain: bool = False) -> Server[Any]:
     server: Server[Any] = Server(
         "features",
         on_list_tools=list_tools,
@@ -181,19 +183,20 @@ def build() -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
+        on_subscribe_resource=None if plain else subscribe,
+        on_unsubscribe_resource=None if plain else unsubscribe,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
-        on_completion=complete,
+        on_completion=None if plain else complete,
     )
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    if not plain:
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.middleware.clear()
     return server
 
 
 async def main() -> None:
-    server = build()
+    server = build(plain="--plain" in sys.argv)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
