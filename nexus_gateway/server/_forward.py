@@ -204,10 +204,7 @@ class Forwarder:
         host = self.hosts.seen(ctx)
         if host is not None:
             return await call(RequestLink(ctx, host.level), meta)
-        result = await self._call_modern(ctx, params, call, meta)
-        if isinstance(result, dict) and "resultType" not in result:
-            result = {**result, "resultType": "complete"}  # a handshake-era upstream's result, on the modern wire
-        return result
+        return await self._call_modern(ctx, params, call, meta)
 
     async def _call_modern(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn, meta: Any
