@@ -38,6 +38,8 @@ class _Entry(BaseModel):
     disabled: bool = False
     call_timeout: float | None = Field(default=None, gt=0)
     """Per-call timeout in seconds for this server; the gateway's `call_timeout` when unset."""
+    call_timeout_max: float | None = Field(default=None, gt=0)
+    """Hard limit in seconds on one call to this server, however often it reports progress."""
     start_timeout: float | None = Field(default=None, gt=0)
     """Seconds this server gets to connect and list its tools; the gateway's `start_timeout` when unset."""
 
@@ -85,6 +87,9 @@ class NexusSettings(BaseModel):
     run_mode: Literal["signature", "splice", "prefill"] = "signature"
     """How `run` shows the chosen tool to the local model."""
     call_timeout: float = Field(default=30.0, gt=0)
+    """Seconds a call may go without an answer or a progress notification (progress restarts it)."""
+    call_timeout_max: float = Field(default=600.0, gt=0)
+    """Hard limit in seconds on one call, however often the upstream reports progress."""
     start_timeout: float = Field(default=20.0, gt=0)
     restart_backoff_initial: float = Field(default=0.25, gt=0)
     restart_backoff_max: float = Field(default=30.0, gt=0)

@@ -34,6 +34,7 @@ from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.run_tool import Runner
 from nexus_gateway.signatures import signature
 from nexus_gateway.upstream import Upstream, UpstreamPool
+from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
 
 logger = logging.getLogger(__name__)
@@ -207,9 +208,18 @@ class Gateway:
             upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
         raise UnknownTool(name, self.catalog.close_matches(name))
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, client: object = None) -> ToolResult:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        client: object = None,
+        link: HostLink | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> ToolResult:
         """Serve a tools/call: a meta-tool or a namespaced upstream tool. `client` (any object that lives as
-        long as the client's connection) keys `run`'s engine session."""
+        long as the client's connection) keys `run`'s engine session; `link` is the host side of the call
+        (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward."""
         arguments = arguments or {}
         try:
             if name in meta_tools.NAMES:
@@ -217,12 +227,19 @@ class Gateway:
             if name == meta_tools.RUN:
                 return await self.runner.run(arguments, client)
             if name in meta_tools.NAMES:
-                return await self._call_meta(name, arguments)
-            return await self.call_upstream(self.resolve(name), arguments)
+                return await self._call_meta(name, arguments, link, meta)
+            return await self.call_upstream(self.resolve(name), arguments, link=link, meta=meta)
         except NexusError as exc:
             return error_result(str(exc))
 
-    async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any]) -> ToolResult:
+    async def call_upstream(
+        self,
+        record: ToolRecord,
+        arguments: dict[str, Any],
+        *,
+        link: HostLink | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> ToolResult:
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -230,7 +247,7 @@ class Gateway:
             upstream = self.pool.get(record.server)
             if upstream is None:
                 raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
-            result = await upstream.call_tool(record.upstream_name, arguments)
+            result = await upstream.call_tool(record.upstream_name, arguments, link=link, meta=meta)
             outcome = "tool_error" if result.get("isError") else "ok"
             return result
         except ArgumentsInvalid:
@@ -245,13 +262,15 @@ class Gateway:
         finally:
             self.metrics.observe_call(record.server, outcome, time.perf_counter() - started)
 
-    async def _call_meta(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def _call_meta(
+        self, name: str, arguments: dict[str, Any], link: HostLink | None, meta: dict[str, Any] | None
+    ) -> ToolResult:
         if name == meta_tools.CALL_TOOL:
             target = str(arguments.get("name", ""))
             inner = arguments.get("arguments") or {}
             if not isinstance(inner, dict):
                 return error_result("call_tool's 'arguments' must be an object of the tool's parameters.")
-            return await self.call_upstream(self.resolve(target), inner)
+            return await self.call_upstream(self.resolve(target), inner, link=link, meta=meta)
         if name == meta_tools.SEARCH_TOOLS:
             query = str(arguments.get("query", "")).strip()
             if not query:
@@ -304,6 +323,16 @@ class Gateway:
             for template in upstream.resource_templates
         ]
 
+    def resource_upstream(self, uri: str) -> Upstream:
+        """The upstream that serves `uri` (a listed resource, or one under a listed template)."""
+        return self._resource_upstream(uri)
+
+    def template_upstream(self, uri_template: str) -> Upstream:
+        for upstream in self.pool.upstreams.values():
+            if any(template["uriTemplate"] == uri_template for template in upstream.resource_templates):
+                return upstream
+        raise NexusError(f"No upstream lists the resource template {uri_template!r}.")
+
     def _resource_upstream(self, uri: str) -> Upstream:
         owner = self._resource_owner.get(uri)
         if owner is None:
@@ -325,10 +354,11 @@ class Gateway:
         ]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        upstream, prompt = await self._after_start(lambda: self._prompt_upstream(name))
+        upstream, prompt = await self._after_start(lambda: self.prompt_upstream(name))
         return await upstream.get_prompt(prompt, arguments)
 
-    def _prompt_upstream(self, name: str) -> tuple[Upstream, str]:
+    def prompt_upstream(self, name: str) -> tuple[Upstream, str]:
+        """The upstream that serves the (namespaced) prompt `name`, and the prompt's name there."""
         for upstream in self.pool.upstreams.values():
             for prompt in upstream.prompts:
                 if namespaced_name(upstream.name, prompt["name"]) == name:

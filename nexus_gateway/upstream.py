@@ -30,10 +30,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from nexus_gateway._deadline import CallDeadline
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
+from nexus_gateway.upstream_callbacks import HostLink, Switchboard
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +74,20 @@ OnListing = Callable[["Upstream"], Awaitable[None]]
 class Upstream:
     """One upstream server and the supervisor that keeps a session to it open."""
 
-    def __init__(self, name: str, spec: ServerSpec, settings: NexusSettings, on_listing: OnListing) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: ServerSpec,
+        settings: NexusSettings,
+        on_listing: OnListing,
+        switchboard: Switchboard | None = None,
+    ) -> None:
         self.name = name
         self.spec = spec
         self.settings = settings
         self.call_timeout = spec.call_timeout or settings.call_timeout
+        self.call_timeout_max = max(spec.call_timeout_max or settings.call_timeout_max, self.call_timeout)
+        self.router = (switchboard or Switchboard()).router(name)
         self.start_timeout = spec.start_timeout or settings.start_timeout
         self.tools: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
@@ -134,7 +145,10 @@ class Upstream:
         # task group, which anyio forbids.)
         with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as start_scope:
             watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
-            async with Client(watched, mode="legacy", cache=None, message_handler=self._on_message) as client:
+            callbacks = self.router.client_callbacks()
+            async with Client(
+                watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
+            ) as client:
                 await self._refresh(client)
                 start_scope.deadline = math.inf
                 self._client = client
@@ -198,6 +212,8 @@ class Upstream:
             self._relist.set()
         elif isinstance(message, types.PromptListChangedNotification):
             self._relist.set()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            await self.router.resource_updated(str(message.params.uri))
 
     def _on_garbage(self, exc: Exception) -> None:
         self.garbage_lines += 1
@@ -220,17 +236,26 @@ class Upstream:
             )
         return self._client
 
+    @property
+    def capabilities(self) -> types.ServerCapabilities | None:
+        """What the upstream declared, while it is connected."""
+        return self._client.server_capabilities if self._client is not None else None
+
     @asynccontextmanager
-    async def _request(self, what: str, timeout: float | None) -> AsyncIterator[Client]:
+    async def _request(
+        self, what: str, timeout: float | None, deadline: CallDeadline | None = None
+    ) -> AsyncIterator[Client]:
         client = self._connected()
-        limit = timeout or self.call_timeout
+        deadline = deadline or CallDeadline(timeout or self.call_timeout)
         try:
-            with anyio.fail_after(limit):
+            with deadline:
                 yield client
         except TimeoutError:
-            raise UpstreamTimeout(
-                self.name, f"Upstream server {self.name!r} did not answer {what} within {limit:g}s."
-            ) from None
+            if deadline.expired_hard:
+                message = f"Upstream server {self.name!r} ran {what} past the {deadline.hard:g}s maximum."
+            else:
+                message = f"Upstream server {self.name!r} did not answer {what} within {deadline.idle:g}s."
+            raise UpstreamTimeout(self.name, message) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 if self._client is client:
@@ -240,15 +265,30 @@ class Upstream:
                 ) from exc
             raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        link: HostLink | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Call a tool; the result stays in wire form (a `CallToolResult` as a dict).
 
         The gateway forwards results, it does not read them: skipping the result model and the
         output-schema check (the host does both) saves a fifth of the gateway's time per call.
+        What the upstream sends during the call (progress, logs, requests for input) goes to `link`;
+        progress restarts the call timeout, up to `call_timeout_max`.
         """
-        request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
-        async with self._request(f"the call to {tool!r}", timeout) as client:
-            return await client.session.send_request(request, _WIRE_RESULT)  # type: ignore[type-var]
+        params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
+        request = types.CallToolRequest(params=params)
+        deadline = CallDeadline(timeout or self.call_timeout, self.call_timeout_max)
+        async with (
+            self.router.call(link, deadline) as call,
+            self._request(f"the call to {tool!r}", timeout, deadline) as client,
+        ):
+            return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
@@ -260,6 +300,22 @@ class Upstream:
         async with self._request(f"prompt {name!r}", None) as client:
             return await client.get_prompt(name, arguments)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """Forward a completion/complete whose reference is already in the upstream's names."""
+        request = types.CompleteRequest(params=params)
+        async with self._request("completion/complete", None) as client:
+            return await client.session.send_request(request, types.CompleteResult)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def send(self, request: types.ClientRequest, what: str) -> None:
+        """Forward a request whose answer is empty (resources/subscribe, logging/setLevel, ...)."""
+        async with self._request(what, None) as client:
+            await client.session.send_request(request, types.EmptyResult)
+
+    async def notify(self, notification: types.ClientNotification) -> None:
+        if self._client is not None:
+            await self._client.session.send_notification(notification)
 
 
 @asynccontextmanager
@@ -302,8 +358,10 @@ class UpstreamPool:
     """Every configured upstream, started concurrently and supervised until the pool closes."""
 
     def __init__(self, config: GatewayConfig, on_listing: OnListing) -> None:
+        self.switchboard = Switchboard()
         self.upstreams = {
-            name: Upstream(name, spec, config.nexus, on_listing) for name, spec in config.enabled_servers.items()
+            name: Upstream(name, spec, config.nexus, on_listing, self.switchboard)
+            for name, spec in config.enabled_servers.items()
         }
         self._tg: anyio.abc.TaskGroup | None = None
 

@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from nexus_gateway import __version__
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
+from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result
 from nexus_gateway.server._results import CACHE_HINTS, complete
 
@@ -59,6 +60,7 @@ class GatewayServer(Server[Any]):
 def build_server(gateway: Gateway) -> Server[Any]:
     clients: weakref.WeakSet[Connection] = weakref.WeakSet()
     page_size = gateway.settings.list_page_size
+    forwarder = Forwarder(gateway)
 
     def seen(ctx: ServerRequestContext[Any]) -> None:
         clients.add(client_of(ctx))
@@ -71,7 +73,12 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return complete(await gateway.call_tool(params.name, params.arguments, client=client_of(ctx)))
+        client = client_of(ctx)
+
+        async def call(link: Any, meta: dict[str, Any] | None) -> Any:
+            return await gateway.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
+
+        return complete(await forwarder.call_tool(ctx, params, call))
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
@@ -129,6 +136,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     gateway.on_change(notify_changed)
     if not gateway.settings.tracing:
         server.middleware.clear()  # the SDK's only default middleware is its OpenTelemetry span per request
+    forwarder.install(server)
     return server
 
 

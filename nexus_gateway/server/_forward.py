@@ -1,0 +1,302 @@
+"""What the gateway carries between hosts and upstreams besides tools/list and the call itself.
+
+    tools/call              -> the host link of the call: progress, logs, sampling / elicitation / roots
+                               (handshake era: requests ride the host's request; 2026-07-28: `_exchange.py`)
+    logging/setLevel        -> every upstream that logs (at the lowest level any host asked for);
+                               each host gets messages at or above its own level, tagged `server/logger`
+    completion/complete     -> the upstream of the prompt or resource template, names mapped back
+    resources/(un)subscribe -> the upstream of the resource; notifications/resources/updated -> the
+                               hosts that subscribed
+    roots/list_changed      -> every upstream
+
+`Forwarder.install` registers these on the front's `Server`; `Hosts` is the `HostDirectory` the
+upstream pool uses for what arrives outside any call.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from nexus_gateway.errors import NexusError, UpstreamError
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.server._exchange import Exchanges
+from nexus_gateway.server._links import LEVELS, OFF, ConnectionLink, RequestLink, asks_host, log_allowed
+from nexus_gateway.upstream import Upstream
+from nexus_gateway.upstream_callbacks import HostLink
+
+logger = logging.getLogger(__name__)
+
+_CAPABILITY_WAIT = 10.0
+"""At most this long, `initialize` waits for upstreams to start, so the capabilities it states are theirs."""
+_RESERVED_META = "io.modelcontextprotocol/"
+
+
+@dataclass
+class _Host:
+    level: str | None = None
+    subscriptions: set[str] = field(default_factory=set)
+
+
+def forwarded_meta(meta: Any) -> dict[str, Any] | None:
+    """The host's `_meta` as it may reach an upstream: the progress token is the gateway's own (it must be
+    unique on each upstream session) and the reserved `io.modelcontextprotocol/*` keys belong to the front."""
+    if not meta:
+        return None
+    kept = {key: value for key, value in dict(meta).items() if key != "progressToken"}
+    kept = {key: value for key, value in kept.items() if not key.startswith(_RESERVED_META)}
+    return kept or None
+
+
+class Hosts:
+    """The handshake-era hosts connected to the gateway: their log levels and subscriptions."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._hosts: weakref.WeakKeyDictionary[Connection, _Host] = weakref.WeakKeyDictionary()
+        self._recent: weakref.ref[Connection] | None = None
+        self._upstream_level: str | None = None
+        self._modern_level: str | None = None
+
+    def seen(self, ctx: ServerRequestContext[Any]) -> _Host | None:
+        """Note the host of a request; None on the modern era (each request stands alone there)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        connection = ctx.session._connection  # lives as long as the client (the SDK has no accessor yet)
+        host = self._hosts.get(connection)
+        if host is None:
+            host = self._hosts[connection] = _Host()
+            connection.exit_stack.push_async_callback(self._gone, connection)
+        self._recent = weakref.ref(connection)
+        return host
+
+    async def _gone(self, connection: Connection) -> None:
+        host = self._hosts.pop(connection, None)
+        if host is not None:
+            for uri in list(host.subscriptions):
+                await self._drop_subscription(host, uri)
+
+    # -- HostDirectory -------------------------------------------------------------------------
+
+    def fallback(self) -> HostLink | None:
+        connection = self._recent() if self._recent is not None else None
+        if connection is None or connection not in self._hosts:
+            return None
+        return ConnectionLink(connection)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        for connection, host in list(self._hosts.items()):
+            if log_allowed(params.level, host.level):
+                await ConnectionLink(connection).log(params)
+
+    async def resource_updated(self, server: str, uri: str) -> None:
+        for connection, host in list(self._hosts.items()):
+            if uri in host.subscriptions:
+                await connection.send_resource_updated(uri)
+
+    # -- logging -------------------------------------------------------------------------------
+
+    async def set_level(self, host: _Host | None, level: str) -> None:
+        """A host's `logging/setLevel` (or a modern request's log level): upstreams log at the lowest level
+        any host wants; each host is sent only what its own level lets through."""
+        if host is not None:
+            host.level = level
+        elif self._modern_level is None or LEVELS.index(level) < LEVELS.index(self._modern_level):
+            self._modern_level = level
+        wanted = [h.level for h in self._hosts.values() if h.level is not None] + [self._modern_level]
+        lowest = min((wanted_level for wanted_level in wanted if wanted_level is not None), key=LEVELS.index)
+        if lowest == self._upstream_level:
+            return
+        self._upstream_level = lowest
+        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest))  # type: ignore[arg-type]
+        for upstream in self._gateway.pool.upstreams.values():
+            capabilities = upstream.capabilities
+            if capabilities is not None and capabilities.logging is not None:
+                try:
+                    await upstream.send(request, "logging/setLevel")
+                except UpstreamError as exc:
+                    logger.warning("could not set the log level of %s: %s", upstream.name, exc)
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def _subscribers(self, uri: str) -> int:
+        return sum(uri in host.subscriptions for host in self._hosts.values())
+
+    async def subscribe(self, host: _Host, uri: str) -> None:
+        upstream = _subscribable(self._gateway, uri)
+        if not self._subscribers(uri):
+            request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            await upstream.send(request, f"subscribing to {uri!r}")
+        host.subscriptions.add(uri)
+
+    async def unsubscribe(self, host: _Host, uri: str) -> None:
+        if uri in host.subscriptions:
+            await self._drop_subscription(host, uri)
+
+    async def _drop_subscription(self, host: _Host, uri: str) -> None:
+        host.subscriptions.discard(uri)
+        if self._subscribers(uri):
+            return
+        try:
+            upstream = self._gateway.resource_upstream(uri)
+            request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+            await upstream.send(request, f"unsubscribing from {uri!r}")
+        except NexusError as exc:
+            logger.debug("could not unsubscribe from %s: %s", uri, exc)
+
+
+def _subscribable(gateway: Gateway, uri: str) -> Upstream:
+    upstream = gateway.resource_upstream(uri)
+    capabilities = upstream.capabilities
+    if capabilities is None or capabilities.resources is None or not capabilities.resources.subscribe:
+        raise NexusError(f"Upstream server {upstream.name!r} does not support resource subscriptions.")
+    return upstream
+
+
+def _host_error(exc: NexusError) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=str(exc))
+
+
+class Forwarder:
+    """The handlers that carry a host's requests and notifications beyond tools, resources and prompts."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        existing = gateway.pool.switchboard.hosts
+        self.hosts = existing if isinstance(existing, Hosts) else Hosts(gateway)
+        gateway.pool.switchboard.hosts = self.hosts
+        self.exchanges = Exchanges()
+
+    def install(self, server: Server[Any]) -> None:
+        server.lifespan = self.lifespan
+        server.add_request_handler("completion/complete", types.CompleteRequestParams, self.complete)
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self.subscribe)
+        server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self.unsubscribe)
+        server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, self.roots)
+        server.middleware.append(self.capabilities)
+
+    @asynccontextmanager
+    async def lifespan(self, server: Server[Any]) -> AsyncIterator[anyio.abc.TaskGroup]:
+        """Modern-era calls that wait on their host outlive the request that started them: they run here."""
+        async with anyio.create_task_group() as tasks:
+            yield tasks
+            tasks.cancel_scope.cancel()
+
+    # -- tools/call ----------------------------------------------------------------------------
+
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn) -> Any:
+        """Run `call(link, meta)` with the host side of the call wired in, in the host's era."""
+        meta = forwarded_meta(params.meta)
+        host = self.hosts.seen(ctx)
+        if host is not None:
+            return await call(RequestLink(ctx, host.level), meta)
+        return await self._call_modern(ctx, params, call, meta)
+
+    async def _call_modern(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn, meta: Any
+    ) -> Any:
+        requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+        log_level = requested if isinstance(requested, str) and requested in LEVELS else OFF
+        if log_level != OFF:
+            await self.hosts.set_level(None, log_level)
+        if params.request_state is not None:
+            exchange = self.exchanges.resume(params.request_state)
+            raw = (ctx.params or {}).get("inputResponses")
+            exchange.answer(raw if isinstance(raw, dict) else None)
+            return await exchange.round(ctx)
+        capabilities = ctx.session.client_capabilities
+        if not asks_host(capabilities) or not isinstance(ctx.lifespan_context, anyio.abc.TaskGroup):
+            return await call(RequestLink(ctx, log_level), meta)
+
+        async def work(link: HostLink) -> Any:
+            return await call(link, meta)
+
+        exchange = self.exchanges.start(ctx.lifespan_context, work, capabilities, log_level)
+        return await exchange.round(ctx)
+
+    # -- the other requests --------------------------------------------------------------------
+
+    async def complete(self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> Any:
+        await self.gateway.wait_ready()
+        ref = params.ref
+        try:
+            if isinstance(ref, types.PromptReference):
+                upstream, name = self.gateway.prompt_upstream(ref.name)
+                forwarded = params.model_copy(update={"ref": ref.model_copy(update={"name": name})})
+            else:
+                upstream = self.gateway.template_upstream(ref.uri)
+                forwarded = params
+            capabilities = upstream.capabilities
+            if capabilities is None or capabilities.completions is None:
+                return types.CompleteResult(completion=types.Completion(values=[]))
+            forwarded = forwarded.model_copy(update={"meta": None})
+            return await upstream.complete(forwarded)
+        except NexusError as exc:
+            raise _host_error(exc) from exc
+
+    async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> Any:
+        await self.gateway.wait_ready()
+        await self.hosts.set_level(self.hosts.seen(ctx), params.level)
+        return types.EmptyResult()
+
+    async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> Any:
+        await self.gateway.wait_ready()
+        host = self.hosts.seen(ctx)
+        if host is None:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="resources/subscribe is a handshake-era method.")
+        try:
+            await self.hosts.subscribe(host, str(params.uri))
+        except NexusError as exc:
+            raise _host_error(exc) from exc
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> Any:
+        host = self.hosts.seen(ctx)
+        if host is not None:
+            await self.hosts.unsubscribe(host, str(params.uri))
+        return types.EmptyResult()
+
+    async def roots(self, ctx: ServerRequestContext[Any], params: types.NotificationParams) -> None:
+        self.hosts.seen(ctx)
+        for upstream in self.gateway.pool.upstreams.values():
+            await upstream.notify(types.RootsListChangedNotification())
+
+    # -- capabilities --------------------------------------------------------------------------
+
+    async def capabilities(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        """State logging, completions and resource subscriptions only when some upstream has them."""
+        if ctx.method not in ("initialize", "server/discover"):
+            return await call_next(ctx)
+        with anyio.move_on_after(min(_CAPABILITY_WAIT, self.gateway.settings.start_timeout)):
+            await self.gateway.wait_ready()
+        result = await call_next(ctx)
+        if not isinstance(result, dict) or not isinstance(result.get("capabilities"), dict):
+            return result
+        declared = [caps for up in self.gateway.pool.upstreams.values() if (caps := up.capabilities) is not None]
+        capabilities = dict(result["capabilities"])
+        for key in ("logging", "completions"):
+            if any(getattr(caps, key) is not None for caps in declared):
+                capabilities[key] = {}
+            else:
+                capabilities.pop(key, None)
+        if ctx.method == "initialize" and isinstance(capabilities.get("resources"), dict):
+            subscribe = any(caps.resources is not None and caps.resources.subscribe for caps in declared)
+            capabilities["resources"] = {**capabilities["resources"], "subscribe": subscribe}
+        return {**result, "capabilities": capabilities}
+
+
+CallFn = Callable[[HostLink, dict[str, Any] | None], Awaitable[Any]]

@@ -1,0 +1,196 @@
+"""What an upstream sends the gateway, routed to the host it is meant for.
+
+An upstream may, while it serves a call, ask the client for input (`sampling/createMessage`,
+`elicitation/create`, `roots/list`), report progress and send log messages; between calls it may
+log and tell subscribers that a resource changed. The gateway is that client, for many hosts at
+once: each upstream has a `CallRouter` that knows which host calls are in flight on it, and hands
+every such message to the host of that call (a `HostLink`, implemented by the front) or, outside
+any call, to the hosts the front knows (`HostDirectory`).
+
+On stdio the protocol does not say which of several concurrent calls a server-to-client request
+belongs to, so calls from hosts that can be asked for input (they declared sampling, elicitation
+or roots) run on one upstream for one host at a time; calls from the same host, and from hosts
+that declared none of these, stay concurrent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientRequestContext
+
+from nexus_gateway._deadline import CallDeadline
+
+logger = logging.getLogger(__name__)
+
+HostAnswer = types.InputResponse | types.ErrorData
+
+
+class HostLink(Protocol):
+    """The host side of one upstream call."""
+
+    @property
+    def key(self) -> object:
+        """The host's identity: calls with the same key come from the same host."""
+        ...
+
+    @property
+    def asks_host(self) -> bool:
+        """Whether the host can be asked for input (then its calls are routed exclusively)."""
+        ...
+
+    async def request(self, request: types.InputRequest) -> HostAnswer: ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
+class HostDirectory(Protocol):
+    """The hosts connected to the gateway, for what an upstream sends outside any call."""
+
+    def fallback(self) -> HostLink | None:
+        """The host to ask when no call is in flight (the most recently active one), if any."""
+        ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def resource_updated(self, server: str, uri: str) -> None: ...
+
+
+class _NoHosts:
+    def fallback(self) -> HostLink | None:
+        return None
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        return None
+
+    async def resource_updated(self, server: str, uri: str) -> None:
+        return None
+
+
+class Switchboard:
+    """Pool-wide: the host directory the front installs, and one router per upstream."""
+
+    def __init__(self) -> None:
+        self.hosts: HostDirectory = _NoHosts()
+
+    def router(self, server: str) -> CallRouter:
+        return CallRouter(server, self)
+
+
+@dataclass
+class InFlight:
+    """One upstream call while it runs: its host (if any) and its deadline."""
+
+    link: HostLink | None
+    deadline: CallDeadline
+
+    async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        self.deadline.progressed()
+        if self.link is not None:
+            await self.link.progress(progress, total, message)
+
+
+class _HostGate:
+    """Admits calls from one host at a time (any number of them); other hosts wait their turn."""
+
+    def __init__(self) -> None:
+        self._owner: object = None
+        self._count = 0
+        self._released = anyio.Event()
+
+    async def acquire(self, key: object) -> None:
+        while self._owner is not None and self._owner is not key:
+            await self._released.wait()
+        self._owner = key
+        self._count += 1
+
+    def release(self) -> None:
+        self._count -= 1
+        if not self._count:
+            self._owner = None
+            self._released.set()
+            self._released = anyio.Event()
+
+
+class CallRouter:
+    def __init__(self, server: str, switchboard: Switchboard) -> None:
+        self.server = server
+        self._switchboard = switchboard
+        self._calls: list[InFlight] = []
+        self._gate = _HostGate()
+
+    @asynccontextmanager
+    async def call(self, link: HostLink | None, deadline: CallDeadline) -> AsyncIterator[InFlight]:
+        """Register a call for its whole duration (after waiting for the gate, bounded by the hard maximum)."""
+        gated = link is not None and link.asks_host
+        if gated:
+            assert link is not None
+            with anyio.fail_after(deadline.hard):
+                await self._gate.acquire(link.key)
+        call = InFlight(link, deadline)
+        self._calls.append(call)
+        try:
+            yield call
+        finally:
+            self._calls.remove(call)
+            if gated:
+                self._gate.release()
+
+    def client_callbacks(self) -> dict[str, Any]:
+        """Keyword arguments for `mcp.Client`: the gateway declares sampling (with context and tools),
+        elicitation (form and URL) and roots upstream, and answers for the host of the call."""
+        return {
+            "sampling_callback": self._sampling,
+            "sampling_capabilities": types.SamplingCapability(
+                context=types.SamplingContextCapability(), tools=types.SamplingToolsCapability()
+            ),
+            "elicitation_callback": self._elicitation,
+            "list_roots_callback": self._roots,
+            "logging_callback": self._log,
+        }
+
+    async def _sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        return await self._ask(types.CreateMessageRequest(params=params))
+
+    async def _elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        return await self._ask(types.ElicitRequest(params=params))
+
+    async def _roots(self, context: ClientRequestContext) -> Any:
+        return await self._ask(types.ListRootsRequest())
+
+    async def _ask(self, request: types.InputRequest) -> HostAnswer:
+        calls = [call for call in self._calls if call.link is not None]
+        askable = [call for call in calls if call.link is not None and call.link.asks_host] or calls
+        if askable:
+            call = askable[-1]  # the gate makes every askable call one host's
+            assert call.link is not None
+            with call.deadline.paused():
+                return await call.link.request(request)
+        link = self._switchboard.hosts.fallback()
+        if link is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"No host connected to nexus-gateway can answer {request.method} from {self.server!r} now.",
+            )
+        return await link.request(request)
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        tag = f"{self.server}/{params.logger}" if params.logger else self.server
+        tagged = params.model_copy(update={"logger": tag})
+        links = {id(call.link.key): call.link for call in self._calls if call.link is not None}
+        if not links:
+            await self._switchboard.hosts.log(tagged)
+            return
+        for link in links.values():
+            await link.log(tagged)
+
+    async def resource_updated(self, uri: str) -> None:
+        await self._switchboard.hosts.resource_updated(self.server, uri)

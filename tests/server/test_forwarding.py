@@ -1,0 +1,281 @@
+"""What a faithful proxy carries besides the call itself: progress, logs, sampling, elicitation, roots,
+completions, subscriptions and cancellation, through real gateway processes (stdio and /mcp) to a real
+upstream (tests/servers/features_server.py), with the official client in both protocol eras."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from nexus_gateway.config import load_config
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.server.app import build_server
+from tests.conftest import ROOT, running_gateway, start_gateway_http, stdio_entry, text_of, write_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
+
+FEATURES = str(ROOT / "tests" / "servers" / "features_server.py")
+ERAS = ["legacy", "auto"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def fronts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Where a host reaches the gateway: a stdio launch (passthrough) and /mcp of two HTTP gateways."""
+    tmp = tmp_path_factory.mktemp("forwarding")
+    targets: dict[str, Any] = {}
+    processes = []
+    for mode in ("passthrough", "routed"):
+        folder = tmp / mode
+        folder.mkdir()
+        config = write_config(folder, {"features": stdio_entry(FEATURES)}, mode=mode)
+        if mode == "passthrough":
+            targets["stdio"] = config
+        proc, url = start_gateway_http(config)
+        processes.append(proc)
+        targets[f"http-{mode}"] = f"{url}/mcp"
+    yield targets
+    for proc in processes:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+def target_of(fronts: dict[str, Any], front: str) -> Any:
+    if front == "stdio":
+        args = ["-m", "nexus_gateway", "serve", "--config", str(fronts["stdio"])]
+        return StdioServerParameters(command=sys.executable, args=args)
+    return fronts[front]
+
+
+async def call(client: Client, front: str, tool: str, arguments: dict[str, Any], **options: Any) -> Any:
+    """Call a features tool as the host would: directly (passthrough) or through `call_tool` (routed)."""
+    if front.endswith("routed"):
+        arguments = {"name": f"features__{tool}", "arguments": arguments}
+        return await client.call_tool("call_tool", arguments, **options)
+    return await client.call_tool(f"features__{tool}", arguments, **options)
+
+
+class Host:
+    """A host with every client capability; it records what the gateway brought it."""
+
+    def __init__(self, name: str = "host") -> None:
+        self.name = name
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.notifications: list[Any] = []
+        self.asked: list[str] = []
+
+    async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        prompt = params.messages[0].content
+        assert isinstance(prompt, types.TextContent)
+        self.asked.append("sampling")
+        reply = types.TextContent(type="text", text=f"{self.name} answers {prompt.text}")
+        return types.CreateMessageResult(role="assistant", content=reply, model="test-model")
+
+    async def elicitation(self, ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            self.asked.append(f"url {params.url}")
+            return types.ElicitResult(action="decline")
+        self.asked.append(f"form {params.message}")
+        return types.ElicitResult(action="accept", content={"name": self.name})
+
+    async def roots(self, ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
+    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    async def message(self, message: Any) -> None:
+        self.notifications.append(message)
+
+    def client(self, target: Any, era: str, **options: Any) -> Client:
+        callbacks: dict[str, Any] = {
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "list_roots_callback": self.roots,
+            "logging_callback": self.logging,
+            "message_handler": self.message,
+        }
+        return Client(target, mode=era, cache=None, **(callbacks | options))
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough", "http-routed"])
+async def test_progress_logs_and_requests_for_input_reach_the_host_that_called(
+    fronts: dict[str, Any], front: str, era: str
+):
+    host = Host()
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    with anyio.fail_after(90):
+        async with host.client(target_of(fronts, front), era, log_level="info") as client:
+            result = await call(client, front, "progress", {"steps": 3}, progress_callback=on_progress)
+            assert text_of(result) == "done"
+            assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+            if era == "legacy":
+                await client.set_logging_level("info")
+            await call(client, front, "log", {"level": "debug", "text": "too fine"})
+            await call(client, front, "log", {"level": "warning", "text": "careful"})
+            assert [(log.level, log.logger, log.data) for log in host.logs] == [
+                ("warning", "features/features", "careful")
+            ]
+
+            assert text_of(await call(client, front, "sample", {"prompt": "2+2?"})) == "host answers 2+2?"
+            assert text_of(await call(client, front, "elicit_form", {"message": "Name?"})) == "accept:host"
+            assert text_of(await call(client, front, "elicit_url", {"url": "https://example.com/login"})) == "decline"
+            assert text_of(await call(client, front, "roots", {})) == "file:///work/project"
+            assert host.asked == ["sampling", "form Name?", "url https://example.com/login"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_completions_of_prompts_and_templates_reach_their_upstream(fronts: dict[str, Any], front: str, era: str):
+    with anyio.fail_after(90):
+        async with Client(target_of(fronts, front), mode=era, cache=None) as client:
+            assert client.server_capabilities.completions is not None
+            prompt = types.PromptReference(type="ref/prompt", name="features__greet")
+            completed = await client.complete(prompt, {"name": "name", "value": "al"})
+            assert completed.completion.values == ["alpha (prompt greet)", "alpine (prompt greet)"]
+            template = types.ResourceTemplateReference(type="ref/resource", uri="features://items/{name}")
+            completed = await client.complete(template, {"name": "name", "value": "b"})
+            assert completed.completion.values == ["beta (template features://items/{name})"]
+
+
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_resource_updates_reach_the_subscribed_host_and_stop_after_unsubscribe(
+    fronts: dict[str, Any], front: str
+):
+    subscriber, bystander = Host("subscriber"), Host("bystander")
+
+    def updates(host: Host) -> list[str]:
+        return [str(n.params.uri) for n in host.notifications if isinstance(n, types.ResourceUpdatedNotification)]
+
+    with anyio.fail_after(90):
+        async with subscriber.client(target_of(fronts, front), "legacy") as client:
+            assert client.server_capabilities.resources.subscribe is True
+            await client.subscribe_resource("features://status")
+            await call(client, front, "touch", {"uri": "features://status"})
+            await call(client, front, "touch", {"uri": "features://other"})  # nobody subscribed to it
+            if front.startswith("http"):
+                async with bystander.client(target_of(fronts, front), "legacy") as other:
+                    await call(other, front, "touch", {"uri": "features://status"})
+            with anyio.fail_after(10):
+                while len(updates(subscriber)) < (2 if front.startswith("http") else 1):
+                    await anyio.sleep(0.02)
+            await client.unsubscribe_resource("features://status")
+            await call(client, front, "touch", {"uri": "features://status"})
+            await call(client, front, "cancelled", {})  # a round trip after the touch: its update would be here
+    assert set(updates(subscriber)) == {"features://status"}
+    assert len(updates(subscriber)) == (2 if front.startswith("http") else 1)
+    assert updates(bystander) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_sampling_goes_to_the_host_whose_call_asked_among_concurrent_hosts(fronts: dict[str, Any], era: str):
+    hosts = [Host("alice"), Host("bob")]
+    replies: dict[str, str] = {}
+
+    async def ask(host: Host) -> None:
+        async with host.client(fronts["http-passthrough"], era) as client:
+            for round in range(3):
+                result = await call(client, "http-passthrough", "sample", {"prompt": f"{host.name} {round}"})
+                replies[f"{host.name} {round}"] = text_of(result)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(ask, host)
+    assert replies == {
+        f"{name} {round}": f"{name} answers {name} {round}" for name in ("alice", "bob") for round in range(3)
+    }
+    assert [host.asked for host in hosts] == [["sampling"] * 3, ["sampling"] * 3]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_host_without_sampling_gets_a_clear_error_not_a_hang(fronts: dict[str, Any], era: str):
+    with anyio.fail_after(60):
+        async with Client(fronts["http-passthrough"], mode=era, cache=None) as client:
+            result = await call(client, "http-passthrough", "sample", {"prompt": "anyone?"})
+    assert result.is_error
+    assert "does not support sampling" in text_of(result)
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_a_host_cancelling_its_call_cancels_the_upstream_call(fronts: dict[str, Any], front: str, era: str):
+    with anyio.fail_after(90):
+        async with Client(target_of(fronts, front), mode=era, cache=None) as client:
+            before = int(text_of(await call(client, front, "cancelled", {})))
+            with anyio.move_on_after(1.0):
+                await call(client, front, "slow", {"seconds": 60})
+            with anyio.fail_after(10):
+                while int(text_of(await call(client, front, "cancelled", {}))) == before:
+                    await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_an_upstream_giving_up_on_its_request_cancels_the_hosts(fronts: dict[str, Any], front: str):
+    """The upstream cancels its sampling request after 0.5 s: the host's request is cancelled too."""
+    host = Host()
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    async def slow_sampling(ctx: Any, params: Any) -> Any:
+        started.set()
+        try:
+            await anyio.sleep(60)
+        finally:
+            cancelled.set()
+
+    with anyio.fail_after(90):
+        async with host.client(target_of(fronts, front), "legacy", sampling_callback=slow_sampling) as client:
+            result = await call(client, front, "sample_then_give_up", {})
+            assert text_of(result) == "gave up"
+            with anyio.fail_after(10):
+                await cancelled.wait()
+    assert started.is_set()
+
+
+async def test_progress_restarts_the_call_timeout_up_to_the_hard_maximum(tmp_path: Path):
+    entry = stdio_entry(FEATURES, call_timeout=1, call_timeout_max=3)
+    config = write_config(tmp_path, {"features": entry}, mode="passthrough")
+    with anyio.fail_after(60):
+        async with running_gateway(load_config(config)) as (_, client):
+            alive = await client.call_tool("features__progress", {"steps": 5, "delay": 0.4})  # 2 s, progress every 0.4
+            silent = await client.call_tool("features__slow", {"seconds": 2})
+            endless = await client.call_tool("features__progress", {"steps": 20, "delay": 0.4})  # 8 s
+    assert text_of(alive) == "done" and not alive.is_error
+    assert silent.is_error and "did not answer the call to 'slow' within 1s" in text_of(silent)
+    assert endless.is_error and "past the 3s maximum" in text_of(endless)
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("plain", [False, True])
+async def test_logging_completions_and_subscriptions_are_advertised_only_when_an_upstream_has_them(
+    tmp_path: Path, plain: bool, era: str
+):
+    entry = stdio_entry(FEATURES, *(["--plain"] if plain else []))
+    config = load_config(write_config(tmp_path, {"features": entry}, mode="passthrough"))
+    with anyio.fail_after(60):
+        async with Gateway(config) as gateway:
+            await gateway.wait_ready()
+            async with Client(build_server(gateway), mode=era, cache=None) as client:
+                capabilities = client.server_capabilities
+    assert (capabilities.logging is not None) is (not plain)
+    assert (capabilities.completions is not None) is (not plain)
+    if era == "legacy":
+        assert capabilities.resources is not None and capabilities.resources.subscribe is (not plain)
