@@ -13,9 +13,10 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
+
+from nexus_gateway.pins import PinStore, Quarantine
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +42,6 @@ def content_hash(tool: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _description_hash(description: str) -> str:
-    return hashlib.sha256(description.encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class ToolRecord:
     name: str
@@ -57,12 +54,13 @@ class ToolRecord:
     title: str | None = None
     annotations: dict[str, Any] | None = None
     content_hash: str = ""
-    description_changed: bool = False
-    """The description differs from the one first seen for this tool (a possible tool-poisoning change)."""
+    quarantine: Quarantine | None = None
+    """Set when the upstream now lists another definition than the pinned one this record holds
+    (a possible tool-poisoning change, waiting for `nexus-gateway tools approve`)."""
 
     @classmethod
     def from_tool(
-        cls, server: str, tool: Mapping[str, Any], *, description_changed: bool = False, name: str | None = None
+        cls, server: str, tool: Mapping[str, Any], *, quarantine: Quarantine | None = None, name: str | None = None
     ) -> ToolRecord:
         """Build a record from an MCP Tool in wire form (camelCase keys); `name` overrides the namespaced
         name (evaluation sets keep their tools' names exactly as given)."""
@@ -77,7 +75,7 @@ class ToolRecord:
             title=tool.get("title"),
             annotations=tool.get("annotations"),
             content_hash=content_hash(tool),
-            description_changed=description_changed,
+            quarantine=quarantine,
         )
 
     @property
@@ -107,67 +105,49 @@ class CatalogDiff:
         return bool(self.added or self.removed or self.changed)
 
 
-@dataclass
-class DescriptionLedger:
-    """First-seen description hash per (server, tool), persisted as JSON when a path is given."""
-
-    path: Path | None = None
-    _seen: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.path and self.path.exists():
-            try:
-                self._seen = dict(json.loads(self.path.read_text(encoding="utf-8")))
-            except (OSError, ValueError) as exc:
-                logger.warning("ignoring unreadable description ledger %s: %s", self.path, exc)
-
-    def observe(self, server: str, tool: str, description: str) -> bool:
-        """Record the description if new; return True when it differs from the first one seen."""
-        key = f"{server}{SEPARATOR}{tool}"
-        digest = _description_hash(description)
-        first = self._seen.setdefault(key, digest)
-        return first != digest
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._seen, indent=0, sort_keys=True), encoding="utf-8")
-        tmp.replace(self.path)
-
-
 class Catalog:
-    """Tool records of every upstream, replaced one server at a time."""
+    """Tool records of every upstream, replaced one server at a time. Each tool is judged by the pin
+    store: a quarantined tool's record holds its pinned definition, or the tool is withheld."""
 
-    def __init__(self, ledger: DescriptionLedger | None = None) -> None:
-        self._ledger = ledger or DescriptionLedger()
+    def __init__(self, pins: PinStore | None = None) -> None:
+        self.pins = pins or PinStore()
         self._by_name: dict[str, ToolRecord] = {}
         self._by_server: dict[str, list[str]] = {}
+        self._withheld: dict[str, dict[str, Quarantine]] = {}
 
     def replace_server(self, server: str, tools: Iterable[Mapping[str, Any]]) -> CatalogDiff:
         """Install a server's current tool list; return what changed."""
         before = {name: self._by_name[name] for name in self._by_server.get(server, [])}
-        after: dict[str, ToolRecord] = {}
+        was_quarantined = {q.name for q in self._withheld.get(server, {}).values()} | {
+            name for name, record in before.items() if record.quarantine
+        }
+        listed: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
-            changed = self._ledger.observe(server, tool["name"], tool.get("description") or "")
-            record = ToolRecord.from_tool(server, tool, description_changed=changed)
-            old = before.get(record.name)
-            if changed and not (old and old.description_changed):
-                logger.warning("tool %s changed its description since it was first seen; flagged", record.name)
-            if record.name in after:
+            name = namespaced_name(server, tool["name"])
+            if name in listed:
                 logger.warning("server %s lists tool %r twice; keeping the first", server, tool["name"])
                 continue
-            owner = self._by_name.get(record.name)
+            owner = self._by_name.get(name)
             if owner is not None and owner.server != server:
-                logger.error("tool name %s of server %s collides with server %s", record.name, server, owner.server)
+                logger.error("tool name %s of server %s collides with server %s", name, server, owner.server)
                 continue
-            after[record.name] = record
+            listed[name] = tool
+        after: dict[str, ToolRecord] = {}
+        withheld: dict[str, Quarantine] = {}
+        sightings = self.pins.observe_server(server, list(listed.items()))
+        for name, sighting in zip(listed, sightings, strict=True):
+            if sighting.quarantine is not None and name not in was_quarantined:
+                logger.warning("%s", sighting.quarantine.why)
+            if sighting.shown is None:
+                assert sighting.quarantine is not None
+                withheld[name] = sighting.quarantine
+                continue
+            after[name] = ToolRecord.from_tool(server, sighting.shown, quarantine=sighting.quarantine, name=name)
         for name in before:
             self._by_name.pop(name, None)
         self._by_name.update(after)
         self._by_server[server] = list(after)
-        self._ledger.save()
+        self._withheld[server] = withheld
         return CatalogDiff(
             added=tuple(sorted(after.keys() - before.keys())),
             removed=tuple(sorted(before.keys() - after.keys())),
@@ -181,6 +161,16 @@ class Catalog:
 
     def get(self, name: str) -> ToolRecord | None:
         return self._by_name.get(name)
+
+    def withheld(self, name: str) -> Quarantine | None:
+        """Why a listed tool is not served (quarantine mode `withhold`, or never approved)."""
+        return next((q for tools in self._withheld.values() if (q := tools.get(name)) is not None), None)
+
+    def quarantined(self) -> list[tuple[Quarantine, bool]]:
+        """Every quarantined tool an upstream lists now, with whether it is withheld (else shown pinned)."""
+        shown = [(record.quarantine, False) for record in self if record.quarantine is not None]
+        hidden = [(quarantine, True) for tools in self._withheld.values() for quarantine in tools.values()]
+        return sorted(shown + hidden, key=lambda item: item[0].name)
 
     def server_tools(self, server: str) -> list[ToolRecord]:
         return [self._by_name[name] for name in self._by_server.get(server, [])]

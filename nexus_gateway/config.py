@@ -113,6 +113,13 @@ class NexusSettings(BaseModel):
     """Wrap each request in an OpenTelemetry span (the SDK's middleware); costs ~0.1 ms a call."""
     state_dir: str | None = None
     """Where the catalog state lives; `~/.cache/nexus-gateway/<config hash>` when unset."""
+    # -- tool pinning (pins.py) --
+    quarantine: Literal["pinned", "withhold"] = "pinned"
+    """What the host sees of a tool whose definition changed since it was pinned, until a person runs
+    `nexus-gateway tools approve`: the pinned definition (calls go on, checked against the pinned schema),
+    or nothing (`withhold`: the tool is hidden and calls are refused)."""
+    quarantine_new_servers: bool = False
+    """Tools never seen before (a new server's, or one a known server adds) are withheld until approved."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
     NexusError
     ├── ConfigError              a config file is missing, unreadable or wrong (names file and key)
     ├── UnknownTool              a tool name the catalog does not hold
+    ├── ToolQuarantined          a tool withheld until a person approves its changed (or new) definition
     ├── ArgumentsInvalid         arguments that do not match the tool's JSON Schema
     ├── UpstreamError            anything that went wrong talking to an upstream server
     │   ├── UpstreamUnavailable  the upstream is not connected (starting, crashed, restarting)
@@ -32,6 +33,15 @@ class UnknownTool(NexusError):
         self.suggestions = suggestions or []
         hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
         super().__init__(f"Unknown tool {name!r}.{hint} Use search_tools to find tools by what they do.")
+
+
+class ToolQuarantined(NexusError):
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        super().__init__(
+            f"{why} A person must review it (`nexus-gateway tools diff {name}`) and approve it "
+            f"(`nexus-gateway tools approve {name}`) before it can be used."
+        )
 
 
 class ArgumentsInvalid(NexusError):

@@ -25,10 +25,18 @@ import anyio
 import mcp_types as types
 
 from nexus_gateway import meta_tools
-from nexus_gateway.catalog import SEPARATOR, Catalog, DescriptionLedger, ToolRecord, namespaced_name
+from nexus_gateway.catalog import SEPARATOR, Catalog, ToolRecord, namespaced_name
 from nexus_gateway.config import GatewayConfig
-from nexus_gateway.errors import ArgumentsInvalid, NexusError, UnknownTool, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.errors import (
+    ArgumentsInvalid,
+    NexusError,
+    ToolQuarantined,
+    UnknownTool,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
 from nexus_gateway.metrics import Metrics
+from nexus_gateway.pins import PinStore
 from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.run_tool import Runner
@@ -43,6 +51,8 @@ Changed = frozenset[Literal["tools", "resources", "prompts"]]
 """Which of the lists the gateway serves changed."""
 ChangeListener = Callable[[Changed], Awaitable[None]]
 T = TypeVar("T")
+PIN_POLL_SECONDS = 0.5
+"""How often a running gateway looks whether the CLI approved a tool (one stat of pins.json)."""
 ToolResult = types.CallToolResult | dict[str, Any]
 """A tools/call result: a model for the gateway's own results, wire form for forwarded upstream ones."""
 
@@ -74,7 +84,11 @@ class Gateway:
         self.config = config
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
-        self.catalog = Catalog(DescriptionLedger(state / "descriptions.json"))
+        pins = PinStore(
+            state / "pins.json", mode=self.settings.quarantine, quarantine_new=self.settings.quarantine_new_servers,
+            legacy_path=state / "descriptions.json",
+        )  # fmt: skip
+        self.catalog = Catalog(pins)
         self.retriever: Retriever = retriever or build_retriever(
             self.settings.embedder, state, method=self.settings.fusion
         )
@@ -96,9 +110,12 @@ class Gateway:
         await self.pool.__aenter__()
         try:
             await self.runner.__aenter__()
+            self._tasks = anyio.create_task_group()
+            await self._tasks.__aenter__()
         except BaseException:
             await self.pool.__aexit__(None, None, None)
             raise
+        self._tasks.start_soon(self._watch_pins)
         return self
 
     async def wait_ready(self) -> None:
@@ -109,6 +126,8 @@ class Gateway:
 
     async def __aexit__(self, *exc_info: object) -> None:
         try:
+            self._tasks.cancel_scope.cancel()
+            await self._tasks.__aexit__(None, None, None)
             await self.runner.aclose()
         finally:
             await self.pool.__aexit__(*exc_info)
@@ -157,6 +176,19 @@ class Gateway:
                     logger.exception("list-changed listener failed")
         self._last_mode = mode
 
+    async def _watch_pins(self) -> None:
+        """Re-judge every upstream's tools when another process (`nexus-gateway tools approve`) changed the
+        pin store; hosts are told through the usual tools/list_changed."""
+        while True:
+            await anyio.sleep(PIN_POLL_SECONDS)
+            if not self.catalog.pins.changed_on_disk():
+                continue
+            for upstream in list(self.pool.upstreams.values()):
+                try:
+                    await self._on_listing(upstream)
+                except Exception:  # boundary: a failed re-judging must not stop the gateway
+                    logger.exception("re-reading the pin store for %s failed", upstream.name)
+
     async def _reindex(self) -> None:
         """Index the catalog as it is now. Upstreams that list their tools while an index runs share the
         next run (at start-up, dozens of upstreams cost two or three runs, not one each)."""
@@ -203,6 +235,8 @@ class Gateway:
         record = self.catalog.get(name)
         if record is not None:
             return record
+        if (quarantine := self.catalog.withheld(name)) is not None:
+            raise ToolQuarantined(name, quarantine.why)
         upstream = self.pool.get(name.split(SEPARATOR, 1)[0])
         if upstream is not None and not upstream.tools:
             upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
@@ -288,13 +322,21 @@ class Gateway:
             described = record.to_wire() | {"server": record.server, "signature": signature(
                 record.name, record.description, record.input_schema
             )}  # fmt: skip
-            if record.description_changed:
-                described["warning"] = "This tool's description changed since the gateway first saw it."
+            if record.quarantine is not None:
+                described["quarantine"] = record.quarantine.to_json()
+                described["warning"] = (
+                    f"{record.quarantine.why} This is the definition a person approved; the upstream's new one is "
+                    f"not shown until someone runs `nexus-gateway tools approve {record.name}`."
+                )
             text = json.dumps(described, indent=2)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], structured_content=described
             )
         raise AssertionError(name)
+
+    def quarantined(self) -> list[dict[str, Any]]:
+        """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""
+        return [quarantine.to_json() | {"withheld": withheld} for quarantine, withheld in self.catalog.quarantined()]
 
     # -- resources and prompts -----------------------------------------------------------------
 

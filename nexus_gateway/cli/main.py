@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
-from nexus_gateway.cli import bench, evals, import_claude
+from nexus_gateway.cli import bench, evals, import_claude, pins
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.config import GatewayConfig, StdioServer, load_config
 from nexus_gateway.errors import NexusError
@@ -39,6 +39,10 @@ app.add_typer(evals.calibrate_app, name="calibrate")
 evals.calibrate_app.command("splice")(engine_cli.calibrate_splice)
 app.command("compile")(engine_cli.compile_command)
 app.command("import-claude")(import_claude.import_claude)
+tools_app = typer.Typer(help="The catalog; review and approve quarantined tools.")
+app.add_typer(tools_app, name="tools")
+tools_app.command("diff")(pins.diff)
+tools_app.command("approve")(pins.approve)
 
 err = Console(stderr=True)
 out = Console()
@@ -180,16 +184,23 @@ def serve(
     run_async(main)
 
 
-@app.command()
+@tools_app.callback(invoke_without_command=True)
 def tools(
-    config: ConfigOption,
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Gateway config file.", envvar="NEXUS_CONFIG")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "warning",
 ) -> None:
-    """Connect to every upstream and print the catalog with each upstream's health."""
+    """Connect to every upstream and print the catalog with each upstream's health and quarantined tools."""
     from nexus_gateway.gateway import Gateway
     from nexus_gateway.signatures import signature
 
+    if ctx.invoked_subcommand is not None:
+        return
+    if config is None:
+        raise typer.BadParameter("is required", param_hint="--config")
     setup_logging(log_level)
     cfg = load(config)
 
@@ -205,10 +216,11 @@ def tools(
                         "server": record.server,
                         "signature": signature(record.name, record.description, record.input_schema),
                         "read_only": record.read_only,
-                        "description_changed": record.description_changed,
+                        "quarantined": record.quarantine is not None,
                     }
                     for record in gateway.catalog
                 ],
+                "quarantined": gateway.quarantined(),
             }
 
     report = run_async(main)
@@ -230,9 +242,18 @@ def tools(
     catalog.add_column("signature", overflow="fold")
     catalog.add_column("flags")
     for tool in report["tools"]:
-        flags = ("read-only " if tool["read_only"] else "") + ("CHANGED" if tool["description_changed"] else "")
+        flags = ("read-only " if tool["read_only"] else "") + ("QUARANTINED (pinned)" if tool["quarantined"] else "")
         catalog.add_row(escape(tool["signature"]), flags.strip())
     out.print(catalog)
+    if report["quarantined"]:
+        held = Table(title=f"{len(report['quarantined'])} quarantined tools", title_justify="left")
+        for column in ("tool", "why", "host sees"):
+            held.add_column(column, overflow="fold")
+        for item in report["quarantined"]:
+            why = ", ".join(item["changes"]) + " changed" if item["changes"] else item["reason"]
+            held.add_row(item["name"], why, "nothing (withheld)" if item["withheld"] else "the pinned definition")
+        out.print(held)
+        out.print(f"Review: nexus-gateway tools diff -c {config}; approve: nexus-gateway tools approve NAME -c ...")
 
 
 @config_app.command("check")

@@ -105,6 +105,7 @@ def build_http_app(gateway: Gateway) -> Starlette:
             "mode": gateway.mode,
             "tools": len(gateway.catalog),
             "upstreams": {status.name: status.state.value for status in statuses},
+            "quarantined": gateway.quarantined(),
         }
         return JSONResponse(body)
 
