@@ -113,12 +113,12 @@ class Catalog:
         self.pins = pins or PinStore()
         self._by_name: dict[str, ToolRecord] = {}
         self._by_server: dict[str, list[str]] = {}
-        self._withheld: dict[str, dict[str, Quarantine]] = {}
+        self._awaiting: dict[str, dict[str, Quarantine]] = {}
 
     def replace_server(self, server: str, tools: Iterable[Mapping[str, Any]]) -> CatalogDiff:
         """Install a server's current tool list; return what changed."""
         before = {name: self._by_name[name] for name in self._by_server.get(server, [])}
-        was_quarantined = {q.name for q in self._withheld.get(server, {}).values()} | {
+        was_quarantined = {q.name for q in self._awaiting.get(server, {}).values()} | {
             name for name, record in before.items() if record.quarantine
         }
         listed: dict[str, Mapping[str, Any]] = {}
@@ -133,21 +133,21 @@ class Catalog:
                 continue
             listed[name] = tool
         after: dict[str, ToolRecord] = {}
-        withheld: dict[str, Quarantine] = {}
+        awaiting: dict[str, Quarantine] = {}
         sightings = self.pins.observe_server(server, list(listed.items()))
         for name, sighting in zip(listed, sightings, strict=True):
             if sighting.quarantine is not None and name not in was_quarantined:
                 logger.warning("%s", sighting.quarantine.why)
             if sighting.shown is None:
                 assert sighting.quarantine is not None
-                withheld[name] = sighting.quarantine
+                awaiting[name] = sighting.quarantine
                 continue
             after[name] = ToolRecord.from_tool(server, sighting.shown, quarantine=sighting.quarantine, name=name)
         for name in before:
             self._by_name.pop(name, None)
         self._by_name.update(after)
         self._by_server[server] = list(after)
-        self._withheld[server] = withheld
+        self._awaiting[server] = awaiting
         return CatalogDiff(
             added=tuple(sorted(after.keys() - before.keys())),
             removed=tuple(sorted(before.keys() - after.keys())),
@@ -162,14 +162,14 @@ class Catalog:
     def get(self, name: str) -> ToolRecord | None:
         return self._by_name.get(name)
 
-    def withheld(self, name: str) -> Quarantine | None:
+    def awaiting_approval(self, name: str) -> Quarantine | None:
         """Why a listed tool is not served (quarantine mode `withhold`, or never approved)."""
-        return next((q for tools in self._withheld.values() if (q := tools.get(name)) is not None), None)
+        return next((q for tools in self._awaiting.values() if (q := tools.get(name)) is not None), None)
 
     def quarantined(self) -> list[tuple[Quarantine, bool]]:
         """Every quarantined tool an upstream lists now, with whether it is withheld (else shown pinned)."""
         shown = [(record.quarantine, False) for record in self if record.quarantine is not None]
-        hidden = [(quarantine, True) for tools in self._withheld.values() for quarantine in tools.values()]
+        hidden = [(quarantine, True) for tools in self._awaiting.values() for quarantine in tools.values()]
         return sorted(shown + hidden, key=lambda item: item[0].name)
 
     def server_tools(self, server: str) -> list[ToolRecord]:

@@ -235,7 +235,7 @@ class Gateway:
         record = self.catalog.get(name)
         if record is not None:
             return record
-        if (quarantine := self.catalog.withheld(name)) is not None:
+        if (quarantine := self.catalog.awaiting_approval(name)) is not None:
             raise ToolQuarantined(name, quarantine.why)
         upstream = self.pool.get(name.split(SEPARATOR, 1)[0])
         if upstream is not None and not upstream.tools:

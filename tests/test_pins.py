@@ -45,7 +45,7 @@ def test_withhold_mode_hides_a_changed_tool(tmp_path: Path):
     catalog = Catalog(PinStore(tmp_path / "pins.json", mode="withhold"))
     diff = catalog.replace_server("mail", [POISONED["description"]])
     assert "mail__send" not in catalog and diff.added == ()
-    withheld = catalog.withheld("mail__send")
+    withheld = catalog.awaiting_approval("mail__send")
     assert withheld is not None and withheld.changes == ("description",)
     assert [(q.name, hidden) for q, hidden in catalog.quarantined()] == [("mail__send", True)]
 
@@ -129,5 +129,5 @@ def test_an_old_description_ledger_quarantines_a_description_it_did_not_see(tmp_
     assert catalog.get("mail__send").quarantine is None and "mail__read" in catalog  # type: ignore[union-attr]
     other = Catalog(PinStore(tmp_path / "other.json", legacy_path=legacy))
     other.replace_server("mail", [POISONED["description"]])
-    withheld = other.withheld("mail__send")
+    withheld = other.awaiting_approval("mail__send")
     assert withheld is not None and withheld.reason == "unverified"

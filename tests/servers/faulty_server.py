@@ -8,8 +8,6 @@ Tools: echo, pid (to kill the process from a test), sleep (to hang a call), grow
 sends notifications/tools/list_changed).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import time
