@@ -12,7 +12,6 @@ Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -41,6 +40,7 @@ from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.run_tool import Runner
 from nexus_gateway.signatures import signature
+from nexus_gateway.statefile import default_state_dir
 from nexus_gateway.upstream import Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
@@ -63,14 +63,6 @@ class SearchResult:
     signature: str
     score: float
     automatic: bool
-
-
-def default_state_dir(config: GatewayConfig) -> Path:
-    """Per-config state under the user's cache directory, unless `nexus.state_dir` says otherwise."""
-    if config.nexus.state_dir:
-        return Path(config.nexus.state_dir).expanduser()
-    key = hashlib.sha256(str(config.path or "<inline>").encode()).hexdigest()[:12]
-    return Path.home() / ".cache" / "nexus-gateway" / key
 
 
 def error_result(message: str) -> types.CallToolResult:

@@ -194,11 +194,11 @@ def tools(
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "warning",
 ) -> None:
     """Connect to every upstream and print the catalog with each upstream's health and quarantined tools."""
+    if ctx.invoked_subcommand is not None:
+        return
     from nexus_gateway.gateway import Gateway
     from nexus_gateway.signatures import signature
 
-    if ctx.invoked_subcommand is not None:
-        return
     if config is None:
         raise typer.BadParameter("is required", param_hint="--config")
     setup_logging(log_level)

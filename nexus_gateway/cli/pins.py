@@ -19,6 +19,7 @@ from rich.syntax import Syntax
 from nexus_gateway.config import load_config
 from nexus_gateway.errors import NexusError
 from nexus_gateway.pins import PinStore
+from nexus_gateway.statefile import default_state_dir
 
 out = Console()
 err = Console(stderr=True)
@@ -33,8 +34,6 @@ Names = Annotated[list[str] | None, typer.Argument(help="Exposed tool names (ser
 
 
 def _store(config: Path) -> PinStore:
-    from nexus_gateway.gateway import default_state_dir
-
     try:
         cfg = load_config(config)
     except NexusError as exc:
