@@ -145,7 +145,7 @@ async def test_a_person_reviews_and_approves_a_changed_tool_while_the_gateway_ru
             for client in both:
                 assert await listed(client) == pinned
             approve(tmp_path, ECHO)
-            with anyio.fail_after(10):  # the running gateway notices the CLI's write and tells its clients
+            with anyio.fail_after(30):  # the running gateway notices the CLI's write and tells its clients
                 await told.event.wait()
             for client in both:
                 now = await listed(client)
@@ -169,7 +169,7 @@ async def test_withhold_mode_hides_a_changed_tool_until_it_is_approved(tmp_path:
                 assert refused.is_error and f"nexus-gateway tools approve {ECHO}" in text_of(refused)
             assert gateway.quarantined()[0]["withheld"] is True
             approve(tmp_path, "--all")
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 await told.event.wait()
             for client in both:
                 now = await listed(client)
@@ -188,7 +188,7 @@ async def test_new_servers_tools_are_withheld_until_approved_when_asked(tmp_path
                 (f"faulty__{tool}", "new") for tool in ("echo", "grow", "pid", "sleep")
             }
             approve(tmp_path, "--server", "faulty")
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 await told.event.wait()
             for client in both:
                 assert len((await client.list_tools()).tools) == 4
