@@ -5,6 +5,7 @@ Standard library only, so the scripts run with any Python that can run the gatew
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -40,7 +41,9 @@ def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def start(cmd: list[str], *, log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+def start(
+    cmd: list[str], *, log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
     """Start a process in its own process group, stdout+stderr to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     handle = log_path.open("wb")
@@ -60,15 +63,13 @@ def stop(proc: subprocess.Popen[bytes] | None, *, grace: float = 10.0) -> None:
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=5)
 
 
 def http_get_json(url: str, timeout: float = 2.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback only
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read())
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _verify import PYTHON, REPO, free_port, gateway_env, git_commit, log, start, stop, wait_healthy, wait_port  # noqa: E402
+from _verify import PYTHON, REPO, free_port, gateway_env, git_commit, log, start, stop, wait_healthy, wait_port
 
 # Tools the server scenarios call (pinned in routed mode, under both the bare and the default `ref__` names).
 SCENARIO_TOOLS = [
@@ -85,7 +85,9 @@ def run_suite(
         entry["failed"] = len(failed)
         entry["status"] = "fail" if failed or not checks else "pass"
         entry["errors"] = [f"{c.get('id')}: {str(c.get('errorMessage', ''))[:600]}" for c in failed]
-        warnings = [f"{c.get('id')}: {str(c.get('errorMessage', ''))[:300]}" for c in checks if c.get("status") == "WARNING"]
+        warnings = [
+            f"{c.get('id')}: {str(c.get('errorMessage', ''))[:300]}" for c in checks if c.get("status") == "WARNING"
+        ]
         if warnings:
             entry["warnings"] = warnings
     for name in scenarios:
@@ -202,7 +204,7 @@ def main() -> int:
         "gateway_commit": git_commit(),
         "date": time.strftime("%Y-%m-%d"),
         "columns": columns,
-        "note": "gateway columns use upstream `ref` with `prefix: \"\"`; without the prefix setting tools are `ref__*`",
+        "note": 'gateway columns use upstream `ref` with `prefix: ""`; without the prefix setting tools are `ref__*`',
         "totals": totals,
         "pass_direct_fail_gateway": regressions,
         "results": table,
@@ -225,7 +227,11 @@ def _suite_order(suite_dir: Path, env: dict[str, str]) -> list[str]:
     try:
         done = subprocess.run(
             ["npx", "--no-install", "conformance", "list", "--server"],
-            cwd=suite_dir, env=env, capture_output=True, text=True, timeout=60,
+            cwd=suite_dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
