@@ -82,8 +82,17 @@ async def list_over_mcp(port: int) -> dict[str, Any]:
     try:
         with anyio.fail_after(120):
             async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as client:
-                tools = await client.list_tools()
-        return {"ok": True, "tools": len(tools.tools), "seconds": round(time.monotonic() - began, 1)}
+                names: list[str] = []
+                cursor: str | None = None
+                pages = 0
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    names += [tool.name for tool in page.tools]
+                    pages += 1
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        return {"ok": True, "tools": len(names), "pages": pages, "seconds": round(time.monotonic() - began, 1)}
     except Exception as exc:
         return {"ok": False, "error": _describe(exc)[:400]}
 
@@ -176,6 +185,7 @@ def gateway_run(
         "timeline": timeline,
         "failing_expected": failing,
         "healthy_but_not_expected": unexpected_healthy,
+        "load_average_after": os.getloadavg(),
         "log_warnings": sum(1 for line in log_text.splitlines() if " WARNING " in line or " ERROR " in line),
     }
 
@@ -195,6 +205,7 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4, help="direct probes at once")
     parser.add_argument("--expected", type=Path, default=None, help="reuse a direct probe (a previous JSON)")
     parser.add_argument("--json", type=Path, default=REPO / "docs/results/real-catalog.json")
+    parser.add_argument("--start-timeout", type=float, default=None, help="NEXUS_START_TIMEOUT for the gateway")
     args = parser.parse_args()
     if not os.environ.get("REAL_SERVERS"):
         parser.error("set REAL_SERVERS to the folder install.sh filled")
@@ -212,7 +223,9 @@ def main() -> int:
         "servers": len(servers),
         "cpus": os.cpu_count(),
         "load_average_at_start": os.getloadavg(),
+        "start_timeout": args.start_timeout or config.nexus.start_timeout,
     }
+    extra_env = {"NEXUS_START_TIMEOUT": str(args.start_timeout)} if args.start_timeout else {}
     if args.expected:
         direct = json.loads(args.expected.read_text())["direct"]
     else:
@@ -233,7 +246,9 @@ def main() -> int:
         if temperature == "cold":
             states[mode] = work / f"state-{label}"
         log(f"gateway {label} (state {states[mode]})")
-        result = gateway_run(args.config, mode, states[mode], expected, wait=args.wait, work=work, label=label, env={})
+        result = gateway_run(
+            args.config, mode, states[mode], expected, wait=args.wait, work=work, label=label, env=extra_env
+        )
         document["runs"][label] = result
         log(
             f"{label}: all expected healthy after {result['seconds_to_all_expected_healthy']} s; "
