@@ -40,8 +40,6 @@ from nexus_gateway.upstream_callbacks import HostLink
 
 logger = logging.getLogger(__name__)
 
-_CAPABILITY_WAIT = 10.0
-"""At most this long, `initialize` waits for upstreams to start, so the capabilities it states are theirs."""
 _RESERVED_META = "io.modelcontextprotocol/"
 
 
@@ -278,24 +276,20 @@ class Forwarder:
     # -- capabilities --------------------------------------------------------------------------
 
     async def capabilities(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
-        """State logging, completions and resource subscriptions only when some upstream has them."""
+        """State logging, completions and resource subscriptions: the gateway serves all three whatever its
+        upstreams are (log levels are kept for upstreams that start later, a completion an upstream cannot
+        give is empty, a subscription it cannot take is a clear error). So `initialize` never waits for
+        upstreams to start: hosts give up on a slow handshake (the Inspector after 15 s)."""
         if ctx.method not in ("initialize", "server/discover"):
             return await call_next(ctx)
-        with anyio.move_on_after(min(_CAPABILITY_WAIT, self.gateway.settings.start_timeout)):
-            await self.gateway.wait_ready()
         result = await call_next(ctx)
         if not isinstance(result, dict) or not isinstance(result.get("capabilities"), dict):
             return result
-        declared = [caps for up in self.gateway.pool.upstreams.values() if (caps := up.capabilities) is not None]
         capabilities = dict(result["capabilities"])
-        for key in ("logging", "completions"):
-            if any(getattr(caps, key) is not None for caps in declared):
-                capabilities[key] = {}
-            else:
-                capabilities.pop(key, None)
+        capabilities["logging"] = {}
+        capabilities["completions"] = {}
         if ctx.method == "initialize" and isinstance(capabilities.get("resources"), dict):
-            subscribe = any(caps.resources is not None and caps.resources.subscribe for caps in declared)
-            capabilities["resources"] = {**capabilities["resources"], "subscribe": subscribe}
+            capabilities["resources"] = {**capabilities["resources"], "subscribe": True}
         return {**result, "capabilities": capabilities}
 
 

@@ -71,11 +71,14 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
 
     async def write_line(message: types.JSONRPCMessage) -> bool:
-        """Write one message; False once the host has closed its end."""
-        writer.write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        """Write one message; False once the host has closed its end (asyncio raises RuntimeError for a
+        write to a transport it has already closed, ConnectionError when the pipe breaks during one)."""
+        if writer.is_closing():
+            return False
         try:
+            writer.write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
             await writer.drain()
-        except ConnectionError:
+        except (ConnectionError, RuntimeError):
             return False
         return True
 

@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from nexus_gateway.config import load_config
 from nexus_gateway.gateway import Gateway
@@ -23,6 +24,7 @@ from tests.conftest import ROOT, running_gateway, start_gateway_http, stdio_entr
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
 FEATURES = str(ROOT / "tests" / "servers" / "features_server.py")
+LIBRARY = str(ROOT / "tests" / "servers" / "library_server.py")
 ERAS = ["legacy", "auto"]
 
 
@@ -264,18 +266,24 @@ async def test_progress_restarts_the_call_timeout_up_to_the_hard_maximum(tmp_pat
 
 
 @pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("plain", [False, True])
-async def test_logging_completions_and_subscriptions_are_advertised_only_when_an_upstream_has_them(
-    tmp_path: Path, plain: bool, era: str
-):
-    entry = stdio_entry(FEATURES, *(["--plain"] if plain else []))
-    config = load_config(write_config(tmp_path, {"features": entry}, mode="passthrough"))
+async def test_initialize_answers_before_upstreams_start_and_states_what_the_gateway_serves(tmp_path: Path, era: str):
+    """Logging, completions and subscriptions are the gateway's own to serve, so initialize need not wait for
+    upstreams (hosts give up on a slow handshake); an upstream without them gets honest answers."""
+    slow = stdio_entry(LIBRARY, "--start-delay", "3")
+    plain = stdio_entry(FEATURES, "--plain")
+    config = load_config(write_config(tmp_path, {"slow": slow, "features": plain}, mode="passthrough"))
     with anyio.fail_after(60):
-        async with Gateway(config) as gateway:
+        async with Gateway(config) as gateway, Client(build_server(gateway), mode=era, cache=None) as client:
+            assert gateway.pool.get("slow").state.value == "starting"  # type: ignore[union-attr]
+            capabilities = client.server_capabilities
             await gateway.wait_ready()
-            async with Client(build_server(gateway), mode=era, cache=None) as client:
-                capabilities = client.server_capabilities
-    assert (capabilities.logging is not None) is (not plain)
-    assert (capabilities.completions is not None) is (not plain)
+            completion = await client.complete(
+                types.PromptReference(type="ref/prompt", name="features__greet"), {"name": "name", "value": "a"}
+            )
+            if era == "legacy":
+                with pytest.raises(MCPError, match="does not support resource subscriptions"):
+                    await client.subscribe_resource("features://status")
+    assert capabilities.logging is not None and capabilities.completions is not None
     if era == "legacy":
-        assert capabilities.resources is not None and capabilities.resources.subscribe is (not plain)
+        assert capabilities.resources is not None and capabilities.resources.subscribe is True
+    assert completion.completion.values == []

@@ -10,7 +10,9 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 
 from nexus_gateway.server._rejects import rejection
-from tests.conftest import write_config
+from tests.conftest import ROOT, write_config
+
+LIBRARY = ROOT / "tests" / "servers" / "library_server.py"
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +65,26 @@ async def test_invalid_lines_get_one_error_each_and_the_gateway_keeps_serving(tm
 def test_a_malformed_response_from_the_host_is_never_answered():
     assert rejection('{"jsonrpc": "2.0", "id": 9, "result": "not an object"}') is None
     assert rejection('{"jsonrpc": "2.0", "id": true, "method": "ping", "params": 1}').id is None  # type: ignore[union-attr]
+
+
+async def test_a_host_that_hangs_up_mid_request_lets_the_gateway_exit_quietly(tmp_path: Path):
+    """The Inspector gives up after 15 s and closes both pipes while a request still waits for upstreams:
+    the gateway's late answer must not crash it (asyncio raises RuntimeError writing to a closed pipe)."""
+    slow = {"command": sys.executable, "args": [str(LIBRARY), "--start-delay", "2"]}
+    config = write_config(tmp_path, {"slow": slow}, mode="passthrough")
+    lines = [json.dumps(INITIALIZE), '{"jsonrpc": "2.0", "method": "notifications/initialized"}']
+    lines.append('{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}')  # waits for the slow upstream
+    with anyio.fail_after(60):
+        async with await anyio.open_process(
+            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)]
+        ) as proc:
+            assert proc.stdin and proc.stdout and proc.stderr
+            await proc.stdin.send(("\n".join(lines) + "\n").encode())
+            first = await proc.stdout.receive()
+            assert b'"id":1' in first.replace(b" ", b"")  # initialized, tools/list now pending
+            await proc.stdout.aclose()
+            await proc.stdin.aclose()
+            code = await proc.wait()
+            stderr = b"".join([chunk async for chunk in proc.stderr]).decode(errors="replace")
+    assert code == 0, stderr
+    assert "Traceback" not in stderr and "ExceptionGroup" not in stderr, stderr
