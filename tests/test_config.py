@@ -55,7 +55,7 @@ def test_env_defaults_apply_only_when_the_variable_is_unset_or_empty():
 
 
 def test_missing_env_variable_names_server_and_variable():
-    with pytest.raises(ConfigError, match=r"f\.json: server 'a': environment variable \$\{NOPE\} is not set"):
+    with pytest.raises(ConfigError, match=r"f\.json: server 'a', key 'command': environment variable \$\{NOPE\} is not set"):
         parse_config({"mcpServers": {"a": {"command": "${NOPE}"}}}, label="f.json", environ={})
 
 
