@@ -255,11 +255,12 @@ class Gateway:
         (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward."""
         arguments = arguments or {}
         try:
-            if name in meta_tools.NAMES:
+            upstream_tool = self.mode == "passthrough" and name in self.catalog  # `prefix: ""` and a tool `run`
+            if name in meta_tools.NAMES and not upstream_tool:
                 validate_arguments(name, meta_tools.input_schema(name), arguments, key=f"meta-tool:{name}")
-            if name == meta_tools.RUN:
+            if name == meta_tools.RUN and not upstream_tool:
                 return await self.runner.run(arguments, client)
-            if name in meta_tools.NAMES and not (self.mode == "passthrough" and name in self.catalog):
+            if name in meta_tools.NAMES and not upstream_tool:
                 return await self._call_meta(name, arguments, link, meta)
             return await self.call_upstream(self.resolve(name), arguments, link=link, meta=meta)
         except NexusError as exc:

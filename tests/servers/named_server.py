@@ -1,10 +1,10 @@
 """An upstream whose tool, prompt and resource names are chosen by flags (for naming tests).
 
-    --label L          who answers: every tool returns {"server": L, "tool": NAME, "env": {...}}
-    --tool NAME        a tool (repeatable); its optional argument `env` lists environment variables to report
-    --prompt NAME      a prompt (repeatable)
-    --resource NAME    a resource test://NAME (repeatable)
-    --template NAME    a resource template test://NAME/{id} (repeatable)
+--label L          who answers: every tool returns {"server": L, "tool": NAME, "env": {...}}
+--tool NAME        a tool (repeatable); its optional argument `env` lists environment variables to report
+--prompt NAME      a prompt (repeatable)
+--resource NAME    a resource test://NAME (repeatable)
+--template NAME    a resource template test://NAME/{id} (repeatable)
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def main() -> None:
 
     def tool(name: str) -> Callable[..., str]:
         def answer(env: list[str] | None = None) -> str:
-            return json.dumps({"server": args.label, "tool": name, "env": {key: os.environ.get(key) for key in env or []}})
+            found = {key: os.environ.get(key) for key in env or []}
+            return json.dumps({"server": args.label, "tool": name, "cwd": os.getcwd(), "env": found})
 
         return answer
 
