@@ -28,6 +28,17 @@ def named(label: str, *, tools: tuple[str, ...] = (), prompts: tuple[str, ...] =
     return {"command": sys.executable, "args": args, **extra}
 
 
+async def listing(client: Client) -> tuple[list[Any], ...]:
+    """Every name a client sees: tools, prompts, resources (with URIs) and templates."""
+    templates = (await client.list_resource_templates()).resource_templates
+    return (
+        sorted(tool.name for tool in (await client.list_tools()).tools),
+        [prompt.name for prompt in (await client.list_prompts()).prompts],
+        [(item.name, str(item.uri)) for item in (await client.list_resources()).resources],
+        [(item.name, item.uri_template) for item in templates],
+    )
+
+
 def answer(result: Any) -> dict[str, Any]:
     assert not result.is_error, text_of(result)
     return json.loads(text_of(result))
@@ -51,23 +62,10 @@ async def test_an_empty_prefix_makes_the_gateway_look_exactly_like_its_one_serve
     params = StdioServerParameters(command=entry["command"], args=entry["args"])
     with anyio.fail_after(30):
         async with Client(stdio_client(params), mode="legacy") as direct:
-            expected = (
-                sorted(tool.name for tool in (await direct.list_tools()).tools),
-                [prompt.name for prompt in (await direct.list_prompts()).prompts],
-                [(item.name, item.uri) for item in (await direct.list_resources()).resources],
-                [
-                    (item.name, item.uri_template)
-                    for item in (await direct.list_resource_templates()).resource_templates
-                ],
-            )
+            expected = await listing(direct)
     config = make_config(tmp_path, {"solo": entry | {"prefix": ""}}, mode="passthrough")
     async with running_gateway(config) as (_, client):
-        seen = (
-            sorted(tool.name for tool in (await client.list_tools()).tools),
-            [prompt.name for prompt in (await client.list_prompts()).prompts],
-            [(item.name, str(item.uri)) for item in (await client.list_resources()).resources],
-            [(item.name, item.uri_template) for item in (await client.list_resource_templates()).resource_templates],
-        )
+        seen = await listing(client)
         assert seen == expected
         assert answer(await client.call_tool("search_tools", {}))["tool"] == "search_tools"
         assert answer(await client.call_tool("run", {}))["tool"] == "run"
