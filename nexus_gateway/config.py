@@ -312,7 +312,7 @@ def parse_config(
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """Read and validate a config file; every problem is a `ConfigError` that names the file."""
-    file = Path(path).expanduser()
+    file = Path(path).expanduser().absolute()
     try:
         text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

@@ -127,8 +127,9 @@ async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:
 
 
 def fail(exc: NexusError) -> NoReturn:
-    """Print a user error as it is (one line a problem, never wrapped) and exit with status 2."""
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    """Print a user error, one `error:` line a problem (never wrapped), and exit with status 2."""
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
