@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.server.app import build_server
 from tests.conftest import ROOT, cli, faulty, make_config, running_gateway, text_of, write_config
 
 pytestmark = pytest.mark.anyio
@@ -54,23 +55,26 @@ async def test_tools_whose_names_collided_under_underscores_are_two_tools_each_r
         assert answer(await client.call_tool(other, {}))["server"] == "a_"
 
 
-async def test_an_empty_prefix_makes_the_gateway_look_exactly_like_its_one_server(tmp_path: Path):
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_an_empty_prefix_makes_the_gateway_look_exactly_like_its_one_server(tmp_path: Path, era: str):
     entry = named(
         "solo", tools=("deploy", "search_tools", "run"), prompts=("greet me",), resource=("Resource 1",),
         template=("items",),
     )  # fmt: skip
     params = StdioServerParameters(command=entry["command"], args=entry["args"])
     with anyio.fail_after(30):
-        async with Client(stdio_client(params), mode="legacy") as direct:
+        async with Client(stdio_client(params), mode=era) as direct:  # type: ignore[arg-type]
             expected = await listing(direct)
     config = make_config(tmp_path, {"solo": entry | {"prefix": ""}}, mode="passthrough")
-    async with running_gateway(config) as (_, client):
-        seen = await listing(client)
-        assert seen == expected
-        assert answer(await client.call_tool("search_tools", {}))["tool"] == "search_tools"
-        assert answer(await client.call_tool("run", {}))["tool"] == "run"
-        prompt = await client.get_prompt("greet me")
-        assert prompt.messages[0].content.text == "prompt greet me of solo"  # type: ignore[union-attr]
+    async with Gateway(config) as gateway:
+        await gateway.wait_ready()
+        async with Client(build_server(gateway), mode=era, cache=None) as client:  # type: ignore[arg-type]
+            seen = await listing(client)
+            assert seen == expected
+            assert answer(await client.call_tool("search_tools", {}))["tool"] == "search_tools"
+            assert answer(await client.call_tool("run", {}))["tool"] == "run"
+            prompt = await client.get_prompt("greet me")
+            assert prompt.messages[0].content.text == "prompt greet me of solo"  # type: ignore[union-attr]
 
 
 async def test_a_custom_prefix_names_the_tools_and_routes_their_calls(tmp_path: Path):
