@@ -49,13 +49,15 @@ async def test_a_real_upstream_sees_the_proxy_and_certificate_variables(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("GITHUB_TOKEN", "not for upstreams")
     monkeypatch.setenv("CORP_SETTING", "shared on purpose")
-    entry = {"command": sys.executable, "args": [NAMED, "--tool", "env"]}
+    monkeypatch.setenv("TERM", "xterm")
+    entry = {"command": sys.executable, "args": [NAMED, "--tool", "env"], "env": {"TERM": None}}
     config = load_config(write_config(tmp_path, {"one": entry}, mode="passthrough", inherit_env=["CORP_*"]))
-    wanted = [*PROXY_AND_CERTS, "GITHUB_TOKEN", "CORP_SETTING", "PATH"]
+    wanted = [*PROXY_AND_CERTS, "GITHUB_TOKEN", "CORP_SETTING", "PATH", "TERM"]
     async with running_gateway(config) as (_, client):
         seen = json.loads(text_of(await client.call_tool("one__env", {"env": wanted})))["env"]
     assert {name: seen[name] for name in PROXY_AND_CERTS} == PROXY_AND_CERTS
     assert seen["GITHUB_TOKEN"] is None and seen["CORP_SETTING"] == "shared on purpose" and seen["PATH"]
+    assert seen["TERM"] is None  # `null` in `env` removes an inherited variable
 
 
 @pytest.mark.anyio
