@@ -1,5 +1,6 @@
 from nexus_gateway.catalog import Catalog, content_hash
 
+
 def tool(name: str, description: str = "d", **schema: object) -> dict:
     return {"name": name, "description": description, "inputSchema": {"type": "object", **schema}}
 
