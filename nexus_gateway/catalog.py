@@ -1,8 +1,9 @@
-"""The catalog: every upstream tool under one namespaced name, with its schema and a content hash.
+"""The catalog: every upstream tool under one exposed name, with its schema and a content hash.
 
-Names are `server__tool`, always matching `^[a-zA-Z0-9_-]{1,64}$`. A name that had to be altered
-(characters replaced, too long, or a server name holding `__`) gets a hash suffix of the original
-pair, so names are deterministic and distinct pairs never collide.
+Names come from `naming.py`: `server__tool` by default (always matching `^[a-zA-Z0-9_-]{1,64}$`,
+a hash suffix where the natural name would be invalid or ambiguous), or the server's own `prefix`.
+Two servers never share a name: when custom prefixes make them collide, the server earlier in the
+config keeps the name and the other's tool is withheld (logged, and listed in `collisions`).
 """
 
 from __future__ import annotations
@@ -11,29 +12,19 @@ import difflib
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nexus_gateway.naming import prefix_of, tool_name
 from nexus_gateway.pins import PinStore, Quarantine
 
 logger = logging.getLogger(__name__)
 
-SEPARATOR = "__"
-MAX_NAME = 64
-_VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_INVALID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
-
 
 def namespaced_name(server: str, tool: str) -> str:
-    """`server__tool`, shortened or cleaned deterministically so it is a valid MCP tool name."""
-    raw = f"{server}{SEPARATOR}{tool}"
-    if _VALID.match(raw) and SEPARATOR not in server:
-        return raw
-    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-    cleaned = _INVALID_CHAR.sub("_", raw)
-    return f"{cleaned[: MAX_NAME - len(digest) - 1]}_{digest}"
+    """The exposed name of a tool under the default prefix (`server__tool`; see `naming.py`)."""
+    return tool_name(server, tool)
 
 
 def content_hash(tool: Mapping[str, Any]) -> str:
@@ -105,15 +96,46 @@ class CatalogDiff:
         return bool(self.added or self.removed or self.changed)
 
 
+@dataclass(frozen=True)
+class NameCollision:
+    """A tool withheld because another server already exposes its name (custom prefixes only)."""
+
+    name: str
+    server: str
+    tool: str
+    owner: str
+    owner_tool: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"server {self.server!r}, key 'prefix': its tool {self.tool!r} would be exposed as {self.name!r}, "
+            f"which server {self.owner!r} already exposes (its tool {self.owner_tool!r}); the tool of "
+            f"{self.server!r} is withheld: give one of the two servers a distinct prefix"
+        )
+
+
 class Catalog:
     """Tool records of every upstream, replaced one server at a time. Each tool is judged by the pin
-    store: a quarantined tool's record holds its pinned definition, or the tool is withheld."""
+    store: a quarantined tool's record holds its pinned definition, or the tool is withheld.
 
-    def __init__(self, pins: PinStore | None = None) -> None:
+    `prefixes` maps each configured server, in config order, to its `prefix` (None: `<server>__`).
+    When two servers' tools would share a name, the server earlier in that order keeps it, whichever
+    listed first, so the outcome does not depend on start-up order; the other tool is withheld until
+    the name is free again.
+    """
+
+    def __init__(self, pins: PinStore | None = None, *, prefixes: Mapping[str, str | None] | None = None) -> None:
         self.pins = pins or PinStore()
+        self._prefixes = dict(prefixes or {})
+        self._rank = {server: index for index, server in enumerate(self._prefixes)}
         self._by_name: dict[str, ToolRecord] = {}
         self._by_server: dict[str, list[str]] = {}
         self._awaiting: dict[str, dict[str, Quarantine]] = {}
+        self._withheld: dict[str, dict[str, ToolRecord]] = {}
+
+    def exposed_name(self, server: str, tool: str) -> str:
+        return tool_name(server, tool, self._prefixes.get(server))
 
     def replace_server(self, server: str, tools: Iterable[Mapping[str, Any]]) -> CatalogDiff:
         """Install a server's current tool list; return what changed."""
@@ -123,17 +145,14 @@ class Catalog:
         }
         listed: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
-            name = namespaced_name(server, tool["name"])
+            name = self.exposed_name(server, tool["name"])
             if name in listed:
                 logger.warning("server %s lists tool %r twice; keeping the first", server, tool["name"])
-                continue
-            owner = self._by_name.get(name)
-            if owner is not None and owner.server != server:
-                logger.error("tool name %s of server %s collides with server %s", name, server, owner.server)
                 continue
             listed[name] = tool
         after: dict[str, ToolRecord] = {}
         awaiting: dict[str, Quarantine] = {}
+        withheld: dict[str, ToolRecord] = {}
         sightings = self.pins.observe_server(server, list(listed.items()))
         for name, sighting in zip(listed, sightings, strict=True):
             if sighting.quarantine is not None and name not in was_quarantined:
@@ -142,12 +161,23 @@ class Catalog:
                 assert sighting.quarantine is not None
                 awaiting[name] = sighting.quarantine
                 continue
-            after[name] = ToolRecord.from_tool(server, sighting.shown, quarantine=sighting.quarantine, name=name)
+            record = ToolRecord.from_tool(server, sighting.shown, quarantine=sighting.quarantine, name=name)
+            owner = self._by_name.get(name)
+            if owner is not None and owner.server != server:
+                if self._keeps(owner.server, over=server):
+                    withheld[name] = record
+                    logger.error("config error: %s", self._collision(record, owner).message)
+                    continue
+                self._evict(owner, by=record)
+            after[name] = record
         for name in before:
             self._by_name.pop(name, None)
         self._by_name.update(after)
         self._by_server[server] = list(after)
         self._awaiting[server] = awaiting
+        self._withheld[server] = withheld
+        for name in before.keys() - after.keys():
+            self._promote(name)
         return CatalogDiff(
             added=tuple(sorted(after.keys() - before.keys())),
             removed=tuple(sorted(before.keys() - after.keys())),
@@ -155,6 +185,54 @@ class Catalog:
                 sorted(n for n in after.keys() & before.keys() if after[n].content_hash != before[n].content_hash)
             ),
         )
+
+    def _keeps(self, owner: str, *, over: str) -> bool:
+        """Whether `owner` keeps a contested name against `over`: earlier in the config wins; among
+        servers the config does not rank (catalogs built without prefixes), the first to list."""
+        unranked = len(self._rank)
+        return self._rank.get(owner, unranked) <= self._rank.get(over, unranked)
+
+    def _evict(self, owner: ToolRecord, *, by: ToolRecord) -> None:
+        self._by_server[owner.server].remove(owner.name)
+        self._withheld.setdefault(owner.server, {})[owner.name] = owner
+        logger.error("config error: %s", self._collision(owner, by).message)
+
+    def _promote(self, name: str) -> None:
+        """Give a freed name to the best-ranked server whose tool was withheld for it."""
+        waiting = sorted(
+            (server for server, records in self._withheld.items() if name in records),
+            key=lambda server: self._rank.get(server, len(self._rank)),
+        )
+        if waiting:
+            record = self._withheld[waiting[0]].pop(name)
+            self._by_name[name] = record
+            self._by_server.setdefault(record.server, []).append(name)
+            logger.info("tool %s of server %s is no longer withheld", name, record.server)
+
+    @staticmethod
+    def _collision(record: ToolRecord, owner: ToolRecord) -> NameCollision:
+        return NameCollision(record.name, record.server, record.upstream_name, owner.server, owner.upstream_name)
+
+    @property
+    def collisions(self) -> list[NameCollision]:
+        """Every tool withheld now because another server exposes its name."""
+        found = []
+        for records in self._withheld.values():
+            for name, record in records.items():
+                owner = self._by_name.get(name)
+                if owner is not None:
+                    found.append(self._collision(record, owner))
+        return sorted(found, key=lambda collision: (collision.name, collision.server))
+
+    def servers_for(self, name: str) -> list[str]:
+        """Configured servers whose prefix `name` starts with, longest prefix first: who would serve a
+        name the catalog does not hold (yet)."""
+        matches = [
+            (len(prefix), server)
+            for server, configured in self._prefixes.items()
+            if name.startswith(prefix := prefix_of(server, configured))
+        ]
+        return [server for _, server in sorted(matches, key=lambda match: -match[0])]
 
     def drop_server(self, server: str) -> CatalogDiff:
         return self.replace_server(server, [])

@@ -6,10 +6,13 @@ Accepted shapes (one JSON object):
                     "remote": {"type": "http", "url": "https://...", "headers": {...}}},
      "nexus": {"mode": "routed", "pinned": ["time__get_current_time"]}}
 
-VS Code's `servers` key is read the same way. Strings anywhere in a server entry may use `${VAR}` and
-`${VAR:-default}`. Gateway settings live under `nexus` and may be overridden by `NEXUS_<SETTING>`
-environment variables. Unknown keys are kept (the file round-trips); wrong values are a `ConfigError`
-naming the file, the server and the key.
+VS Code's `servers` key (with its `inputs`) is read the same way. Strings anywhere in a server entry
+may use the variables of `variables.py` (`${VAR}`, `${VAR:-default}`, and Cursor's and VS Code's
+`${env:NAME}`, `${userHome}`, `${workspaceFolder}`, `${input:ID}`, ...). A stdio entry's `envFile`
+(a dotenv file; relative to the workspace folder) is read into its `env`, `env` winning; a relative
+`cwd` is taken from the workspace folder too, as VS Code does. Gateway settings live under `nexus` and
+may be overridden by `NEXUS_<SETTING>` environment variables. Unknown keys are kept (the file
+round-trips); wrong values are a `ConfigError` naming the file, the server and the key.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nexus_gateway._dotenv import parse_env_file
 from nexus_gateway.errors import ConfigError
+from nexus_gateway.variables import Variables, host_variables
 
 Mode = Literal["passthrough", "routed", "auto"]
-_ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -42,16 +46,39 @@ class _Entry(BaseModel):
     """Hard limit in seconds on one call to this server, however often it reports progress."""
     start_timeout: float | None = Field(default=None, gt=0)
     """Seconds this server gets to connect and list its tools; the gateway's `start_timeout` when unset."""
+    prefix: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{0,63}$")
+    """What this server's tool, prompt and resource names start with; `<server>__` when unset, `""` for
+    the upstream's own names (a collision with another server's names is reported, see catalog.py)."""
 
 
 class StdioServer(_Entry):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
     type: Literal["stdio"] | None = None
     command: str = Field(min_length=1)
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str | None] = Field(default_factory=dict)
+    """On top of the inherited environment (environment.py); null removes a variable, as in VS Code."""
+    env_file: str | None = Field(default=None, alias="envFile")
+    """VS Code's and Cursor's `envFile`: a dotenv file whose values are merged under `env`."""
     cwd: str | None = None
     max_result_bytes: int | None = Field(default=None, ge=1024)
     """The longest message this server may send, in bytes; the gateway's `max_result_bytes` when unset."""
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _scalars_as_text(cls, value: Any) -> Any:
+        """Numbers and booleans in `env` are taken as text (VS Code accepts them)."""
+        if isinstance(value, dict):
+            return {
+                key: str(item).lower()
+                if isinstance(item, bool)
+                else str(item)
+                if isinstance(item, int | float)
+                else item
+                for key, item in value.items()
+            }
+        return value
 
 
 class RemoteServer(_Entry):
@@ -68,6 +95,12 @@ class RemoteServer(_Entry):
 
 
 ServerSpec = StdioServer | RemoteServer
+
+
+def _as_text(item: Any) -> Any:
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    return str(item) if isinstance(item, int | float) else item
 
 
 class NexusSettings(BaseModel):
@@ -120,6 +153,11 @@ class NexusSettings(BaseModel):
     or nothing (`withhold`: the tool is hidden and calls are refused)."""
     quarantine_new_servers: bool = False
     """Tools never seen before (a new server's, or one a known server adds) are withheld until approved."""
+    workspace_folder: str | None = None
+    """`${workspaceFolder}`, and where a relative `cwd` or `envFile` is taken from; the current folder
+    when unset. Relative to the config file's folder."""
+    inherit_env: list[str] = Field(default_factory=list)
+    """More of the gateway's environment for stdio upstreams: names, `PREFIX*` patterns, or `*` for all."""
 
 
 @dataclass(frozen=True)
@@ -136,41 +174,27 @@ class GatewayConfig:
 
 
 def expand_env(value: Any, environ: Mapping[str, str] | None = None, *, where: str = "") -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string of a JSON value."""
+    """Expand the variables of `variables.py` in every string of a JSON value."""
     env = os.environ if environ is None else environ
-    if isinstance(value, str):
-
-        def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            if name in env and env[name] != "":
-                return env[name]
-            if default is not None:
-                return default
-            raise ConfigError(f"{where}: environment variable ${{{name}}} is not set (use ${{{name}:-default}})")
-
-        return _ENV_PATTERN.sub(substitute, value)
-    if isinstance(value, list):
-        return [expand_env(item, env, where=where) for item in value]
-    if isinstance(value, dict):
-        return {key: expand_env(item, env, where=where) for key, item in value.items()}
-    return value
+    return Variables(env, host=host_variables(None)).expand(value, where)
 
 
-def _format_error(where: str, exc: ValidationError) -> str:
+def _format_error(where: str, exc: ValidationError, from_env: Mapping[str, str] | None = None) -> str:
     problems = []
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"] if part not in ("spec", "StdioServer", "RemoteServer"))
-        problems.append(f"{where}{f', key {loc!r}' if loc else ''}: {error['msg']}")
+        source = f" (from {from_env[loc]})" if from_env and loc in from_env else ""
+        problems.append(f"{where}{f', key {loc!r}' if loc else ''}{source}: {error['msg']}")
     return "\n".join(dict.fromkeys(problems))
 
 
-def _parse_server(label: str, name: str, entry: Any, env: dict[str, str]) -> ServerSpec:
+def _parse_server(label: str, name: str, entry: Any, variables: Variables, workspace: Path) -> ServerSpec:
     if not _SERVER_NAME.match(name):
         raise ConfigError(f"{label}: server name {name!r} must be 1-64 letters, digits, '_', '-' or '.'")
     if not isinstance(entry, dict):
         raise ConfigError(f"{label}: server {name!r} must be an object, got {type(entry).__name__}")
     where = f"{label}: server {name!r}"
-    expanded = expand_env(entry, env, where=where)
+    expanded = variables.expand(entry, where)
     if "url" in expanded:
         model: type[_Entry] = RemoteServer
     elif "command" in expanded:
@@ -182,20 +206,44 @@ def _parse_server(label: str, name: str, entry: Any, env: dict[str, str]) -> Ser
     except ValidationError as exc:
         raise ConfigError(_format_error(where, exc)) from None
     assert isinstance(spec, StdioServer | RemoteServer)
+    if isinstance(spec, StdioServer):
+        if spec.cwd:
+            spec.cwd = str(_under(workspace, spec.cwd))
+        if spec.env_file:
+            spec.env = _read_env_file(_under(workspace, spec.env_file), where) | spec.env
     return spec
 
 
-def _settings_from_env(base: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+def _under(folder: Path, path: str) -> Path:
+    """`path` with `~` expanded, taken from `folder` when relative (how VS Code places `cwd`)."""
+    return folder / Path(path).expanduser()
+
+
+def _read_env_file(path: Path, where: str) -> dict[str, str | None]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"{where}, key 'envFile': cannot read {path} ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}, key 'envFile': {path} is not UTF-8 text (byte {exc.start})") from None
+    return dict(parse_env_file(text))
+
+
+def _settings_from_env(base: dict[str, Any], environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The `nexus` settings with `NEXUS_<NAME>` variables on top, and which settings they set."""
     merged = dict(base)
+    sources: dict[str, str] = {}
     for name, info in NexusSettings.model_fields.items():
-        raw = environ.get(f"NEXUS_{name.upper()}")
+        variable = f"NEXUS_{name.upper()}"
+        raw = environ.get(variable)
         if raw is None:
             continue
+        sources[name] = variable
         if info.annotation is not None and "list" in str(info.annotation):
             merged[name] = [item.strip() for item in raw.split(",") if item.strip()]
         else:
             merged[name] = raw
-    return merged
+    return merged, sources
 
 
 def builtin_variables(config_dir: Path | None) -> dict[str, str]:
@@ -206,38 +254,76 @@ def builtin_variables(config_dir: Path | None) -> dict[str, str]:
     return variables
 
 
+def _workspace_folder(label: str, raw_nexus: dict[str, Any], variables: Variables, config_dir: Path | None) -> Path:
+    """`nexus.workspace_folder` (NEXUS_WORKSPACE_FOLDER first), relative to the config's folder; else the
+    current folder."""
+    raw = variables.environ.get("NEXUS_WORKSPACE_FOLDER") or raw_nexus.get("workspace_folder")
+    if raw is None:
+        return Path.cwd()
+    if not isinstance(raw, str):
+        raise ConfigError(f"{label}: nexus settings, key 'workspace_folder': must be a path, got {type(raw).__name__}")
+    text = variables.expand(raw, f"{label}: nexus settings", "workspace_folder")
+    return ((config_dir or Path.cwd()) / Path(text).expanduser()).resolve()
+
+
+def _declared_inputs(label: str, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """VS Code's `inputs` array, by id."""
+    raw = data.get("inputs", [])
+    if not isinstance(raw, list):
+        raise ConfigError(f"{label}: 'inputs' must be an array of input definitions")
+    inputs: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ConfigError(f"{label}: key 'inputs.{index}': an input needs an 'id' (a string)")
+        inputs[item["id"]] = item
+    return inputs
+
+
 def parse_config(
-    data: Any, *, label: str = "<config>", environ: dict[str, str] | None = None, config_dir: Path | None = None
+    data: Any, *, label: str = "<config>", environ: Mapping[str, str] | None = None, config_dir: Path | None = None
 ) -> GatewayConfig:
     """Validate an already-decoded config document."""
-    env = builtin_variables(config_dir) | (dict(os.environ) if environ is None else environ)
+    env = dict(os.environ) if environ is None else dict(environ)
     if not isinstance(data, dict):
         raise ConfigError(f"{label}: the config must be a JSON object, got {type(data).__name__}")
     servers_key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
     raw_servers = data.get(servers_key, {}) if servers_key else {}
     if not isinstance(raw_servers, dict):
         raise ConfigError(f"{label}: '{servers_key}' must be an object mapping server names to entries")
-    servers = {name: _parse_server(label, name, entry, env) for name, entry in raw_servers.items()}
-
     raw_nexus = data.get("nexus", {})
     if not isinstance(raw_nexus, dict):
         raise ConfigError(f"{label}: 'nexus' must be an object of gateway settings")
+
+    base = Variables(env, builtins=builtin_variables(config_dir), host=host_variables(None))
+    workspace = _workspace_folder(label, raw_nexus, base, config_dir)
+    variables = Variables(
+        env, builtins=base.builtins, host=host_variables(workspace), inputs=_declared_inputs(label, data)
+    )
+    servers = {name: _parse_server(label, name, entry, variables, workspace) for name, entry in raw_servers.items()}
+
+    settings, from_env = _settings_from_env(variables.expand(raw_nexus, f"{label}: nexus settings"), env)
+    settings["workspace_folder"] = str(workspace)
     try:
-        nexus = NexusSettings.model_validate(_settings_from_env(expand_env(raw_nexus, env, where=label), env))
+        nexus = NexusSettings.model_validate(settings)
     except ValidationError as exc:
-        raise ConfigError(_format_error(f"{label}: nexus settings", exc)) from None
+        raise ConfigError(_format_error(f"{label}: nexus settings", exc, from_env)) from None
     return GatewayConfig(path=None, servers=servers, nexus=nexus, raw=data)
 
 
-def load_config(path: str | Path, *, environ: dict[str, str] | None = None) -> GatewayConfig:
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """Read and validate a config file; every problem is a `ConfigError` that names the file."""
-    file = Path(path).expanduser()
+    file = Path(path).expanduser().absolute()
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(f"{file}: config file not found") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read config file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        line = file.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{file}:{line}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save the file as UTF-8"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

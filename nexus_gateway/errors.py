@@ -28,11 +28,15 @@ class ConfigError(NexusError):
 
 
 class UnknownTool(NexusError):
-    def __init__(self, name: str, suggestions: list[str] | None = None) -> None:
+    """A tool name the catalog does not hold. `hint` says where the names are: by default `search_tools`
+    (routed mode); passthrough does not serve it, so there the gateway points at tools/list."""
+
+    def __init__(self, name: str, suggestions: list[str] | None = None, *, hint: str | None = None) -> None:
         self.name = name
         self.suggestions = suggestions or []
-        hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
-        super().__init__(f"Unknown tool {name!r}.{hint} Use search_tools to find tools by what they do.")
+        close = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
+        where = hint or "Use search_tools to find tools by what they do."
+        super().__init__(f"Unknown tool {name!r}.{close} {where}")
 
 
 class ToolQuarantined(NexusError):

@@ -12,6 +12,7 @@ Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream 
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import time
@@ -24,7 +25,7 @@ import anyio
 import mcp_types as types
 
 from nexus_gateway import meta_tools
-from nexus_gateway.catalog import SEPARATOR, Catalog, ToolRecord, namespaced_name
+from nexus_gateway.catalog import Catalog, ToolRecord
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.errors import (
     ArgumentsInvalid,
@@ -35,6 +36,7 @@ from nexus_gateway.errors import (
     UpstreamUnavailable,
 )
 from nexus_gateway.metrics import Metrics
+from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
 from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
@@ -80,7 +82,8 @@ class Gateway:
             state / "pins.json", mode=self.settings.quarantine, quarantine_new=self.settings.quarantine_new_servers,
             legacy_path=state / "descriptions.json",
         )  # fmt: skip
-        self.catalog = Catalog(pins)
+        prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
+        self.catalog = Catalog(pins, prefixes=prefixes)
         self.retriever: Retriever = retriever or build_retriever(
             self.settings.embedder, state, method=self.settings.fusion
         )
@@ -90,6 +93,8 @@ class Gateway:
         self._template_prefixes: list[tuple[str, str]] = []
         self._listed: dict[str, tuple[Any, Any]] = {}
         """Per upstream, the (resources and templates, prompts) it listed last."""
+        self._prompts: dict[str, tuple[Upstream, dict[str, Any]]] = {}
+        self._reported: set[tuple[str, str]] = set()
         self._last_mode: str | None = None
         self._ready = False
         self._index_lock = anyio.Lock()
@@ -229,10 +234,12 @@ class Gateway:
             return record
         if (quarantine := self.catalog.awaiting_approval(name)) is not None:
             raise ToolQuarantined(name, quarantine.why)
-        upstream = self.pool.get(name.split(SEPARATOR, 1)[0])
-        if upstream is not None and not upstream.tools:
-            upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
-        raise UnknownTool(name, self.catalog.close_matches(name))
+        for server in self.catalog.servers_for(name):  # a server that would serve it, not connected yet
+            upstream = self.pool.get(server)
+            if upstream is not None and not upstream.tools:
+                upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
+        hint = None if self.mode == "routed" else "tools/list gives the name of every tool served here."
+        raise UnknownTool(name, self.catalog.close_matches(name), hint=hint)
 
     async def call_tool(
         self,
@@ -248,11 +255,12 @@ class Gateway:
         (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward."""
         arguments = arguments or {}
         try:
-            if name in meta_tools.NAMES:
+            upstream_tool = self.mode == "passthrough" and name in self.catalog  # `prefix: ""` and a tool `run`
+            if name in meta_tools.NAMES and not upstream_tool:
                 validate_arguments(name, meta_tools.input_schema(name), arguments, key=f"meta-tool:{name}")
-            if name == meta_tools.RUN:
+            if name == meta_tools.RUN and not upstream_tool:
                 return await self.runner.run(arguments, client)
-            if name in meta_tools.NAMES:
+            if name in meta_tools.NAMES and not upstream_tool:
                 return await self._call_meta(name, arguments, link, meta)
             return await self.call_upstream(self.resolve(name), arguments, link=link, meta=meta)
         except NexusError as exc:
@@ -332,27 +340,46 @@ class Gateway:
 
     # -- resources and prompts -----------------------------------------------------------------
 
+    def _prefix(self, upstream: Upstream) -> str | None:
+        return self.config.servers[upstream.name].prefix
+
     def _index_resources(self) -> None:
         owners: dict[str, str] = {}
         prefixes: list[tuple[str, str]] = []
+        prompts: dict[str, tuple[Upstream, dict[str, Any]]] = {}
         for upstream in self.pool.upstreams.values():
+            for prompt in upstream.prompts:
+                name = item_name(upstream.name, prompt["name"], self._prefix(upstream))
+                if name in prompts:
+                    if (upstream.name, name) in self._reported:
+                        continue
+                    self._reported.add((upstream.name, name))
+                    owner = prompts[name][0].name
+                    logger.error(
+                        "config error: server %r, key 'prefix': its prompt %r would be exposed as %r, which server "
+                        "%r already exposes; it is withheld", upstream.name, prompt["name"], name, owner,
+                    )  # fmt: skip
+                    continue
+                prompts[name] = (upstream, prompt)
             for resource in upstream.resources:
                 owners.setdefault(resource["uri"], upstream.name)
             for template in upstream.resource_templates:
                 prefixes.append((template["uriTemplate"].split("{", 1)[0], upstream.name))
         self._resource_owner = owners
+        self._prompts = prompts
         self._template_prefixes = sorted(prefixes, key=lambda item: -len(item[0]))
 
     def list_resources(self) -> list[dict[str, Any]]:
         return [
-            resource | {"name": namespaced_name(upstream.name, resource.get("name", resource["uri"]))}
+            resource | {"name": item_name(upstream.name, resource.get("name", resource["uri"]), self._prefix(upstream))}
             for upstream in self.pool.upstreams.values()
             for resource in upstream.resources
         ]
 
     def list_resource_templates(self) -> list[dict[str, Any]]:
         return [
-            template | {"name": namespaced_name(upstream.name, template.get("name", template["uriTemplate"]))}
+            template
+            | {"name": item_name(upstream.name, template.get("name", template["uriTemplate"]), self._prefix(upstream))}
             for upstream in self.pool.upstreams.values()
             for template in upstream.resource_templates
         ]
@@ -381,21 +408,17 @@ class Gateway:
         return await upstream.read_resource(uri)
 
     def list_prompts(self) -> list[dict[str, Any]]:
-        return [
-            prompt | {"name": namespaced_name(upstream.name, prompt["name"])}
-            for upstream in self.pool.upstreams.values()
-            for prompt in upstream.prompts
-        ]
+        return [prompt | {"name": name} for name, (_, prompt) in self._prompts.items()]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         upstream, prompt = await self._after_start(lambda: self.prompt_upstream(name))
         return await upstream.get_prompt(prompt, arguments)
 
     def prompt_upstream(self, name: str) -> tuple[Upstream, str]:
-        """The upstream that serves the (namespaced) prompt `name`, and the prompt's name there."""
-        for upstream in self.pool.upstreams.values():
-            for prompt in upstream.prompts:
-                if namespaced_name(upstream.name, prompt["name"]) == name:
-                    return upstream, prompt["name"]
-        server = name.split(SEPARATOR, 1)[0]
-        raise NexusError(f"Unknown prompt {name!r} (server {server!r} lists no such prompt).")
+        """The upstream that serves the exposed prompt `name`, and the prompt's name there."""
+        found = self._prompts.get(name)
+        if found is not None:
+            return found[0], found[1]["name"]
+        close = difflib.get_close_matches(name, self._prompts, n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise NexusError(f"Unknown prompt {name!r}.{hint} prompts/list gives the name of every prompt served here.")

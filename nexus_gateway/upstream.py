@@ -24,7 +24,7 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.stdio import get_default_environment, stdio_client
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -33,6 +33,7 @@ from pydantic import TypeAdapter
 from nexus_gateway._deadline import CallDeadline
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
+from nexus_gateway.environment import upstream_environment
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 from nexus_gateway.upstream_callbacks import HostLink, Switchboard
@@ -183,7 +184,7 @@ class Upstream:
     def _open_transport(self) -> Any:
         spec = self.spec
         if isinstance(spec, StdioServer):
-            env = get_default_environment() | spec.env
+            env = upstream_environment(spec.env, inherit=self.settings.inherit_env)
             if sys.platform == "win32":  # pragma: no cover - the SDK's transport knows Job Objects and PATHEXT
                 params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
                 return stdio_client(params, errlog=sys.stderr)

@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import anyio
 import typer
@@ -23,7 +23,7 @@ from nexus_gateway import __version__
 from nexus_gateway.cli import bench, evals, import_claude, pins
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.config import GatewayConfig, StdioServer, load_config
-from nexus_gateway.errors import NexusError
+from nexus_gateway.errors import ConfigError, NexusError
 
 app = typer.Typer(
     name="nexus-gateway",
@@ -81,8 +81,7 @@ def run_async(main: Callable[[], Awaitable[T]]) -> T:
         user_error = _user_error(exc)
         if user_error is None:
             raise
-        err.print(f"[bold red]error:[/] {escape(str(user_error))}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(user_error)
 
 
 def _backend_options() -> dict[str, Any]:
@@ -127,12 +126,22 @@ async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:
     return result[0]
 
 
+def fail(exc: NexusError) -> NoReturn:
+    """Print a user error, one `error:` line a problem (never wrapped), and exit with status 2."""
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
 def load(path: Path, mode: str | None = None) -> GatewayConfig:
+    """The config file, checked as `serve` checks it (`preflight`); a problem exits with status 2."""
+    from nexus_gateway.preflight import preflight
+
     try:
         config = load_config(path)
+        preflight(config)
     except NexusError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(exc)
     if mode is not None:
         config.nexus.mode = mode  # type: ignore[assignment]
     return config
@@ -259,37 +268,45 @@ def tools(
 @config_app.command("check")
 def config_check(
     config: ConfigOption,
-    connect: Annotated[bool, typer.Option(help="Also start every upstream and report its health.")] = False,
+    connect: Annotated[
+        bool, typer.Option(help="Also start every upstream, report its health and any tool names that collide.")
+    ] = False,
 ) -> None:
-    """Validate a config file and summarize it; exit status 2 when it is wrong."""
+    """Validate a config file as `serve` does and summarize it; exit status 2 when it is wrong."""
+    from nexus_gateway.naming import prefix_of
+
     cfg = load(config)
     table = Table(title=str(cfg.path), title_justify="left")
-    for column in ("server", "transport", "target", "enabled"):
+    for column in ("server", "transport", "target", "names", "enabled"):
         table.add_column(column)
     for name, spec in cfg.servers.items():
         if isinstance(spec, StdioServer):
             transport, target = "stdio", " ".join([spec.command, *spec.args])
         else:
             transport, target = spec.transport, spec.url
-        table.add_row(name, transport, escape(target), "no" if spec.disabled else "yes")
+        names = f"{prefix_of(name, spec.prefix)}*"
+        table.add_row(name, transport, escape(target), escape(names), "no" if spec.disabled else "yes")
     out.print(table)
     out.print(
         f"mode: {cfg.nexus.mode}, call timeout: {cfg.nexus.call_timeout:g}s, HTTP: {cfg.nexus.host}:{cfg.nexus.port}"
     )
     if connect:
         setup_logging("error")
+        from nexus_gateway.catalog import NameCollision
         from nexus_gateway.gateway import Gateway
 
-        async def main() -> list[Any]:
+        async def main() -> tuple[list[Any], list[NameCollision]]:
             async with Gateway(cfg) as gateway:
                 await gateway.wait_ready()
-                return gateway.pool.statuses()
+                return gateway.pool.statuses(), gateway.catalog.collisions
 
-        statuses = run_async(main)
+        statuses, collisions = run_async(main)
         failed = [status for status in statuses if status.state.value != "healthy"]
         for status in statuses:
-            mark = "[green]ok[/]" if status not in failed else f"[red]{status.last_error}[/]"
+            mark = "[green]ok[/]" if status not in failed else f"[red]{escape(status.last_error or '')}[/]"
             out.print(f"  {status.name}: {status.tools} tools {mark}")
+        if collisions:
+            fail(ConfigError("\n".join(f"{cfg.path}: {collision.message}" for collision in collisions)))
         if failed:
             raise typer.Exit(1)
     out.print("[green]config is valid[/]")

@@ -109,20 +109,27 @@ class LlamaCppEmbedder:
 
 def make_embedder(spec: str | None, *, gguf_loader: GGUFLoader | None = None) -> Embedder:
     """Build the embedder a config names: None or "default", "hashing", or "gguf:/path/model.gguf"."""
+    return embedder_factory(spec, gguf_loader=gguf_loader)()
+
+
+def embedder_factory(spec: str | None, *, gguf_loader: GGUFLoader | None = None) -> Callable[[], Embedder]:
+    """Check an embedder spec and return what builds it, loading nothing yet (`config check` and
+    `serve` reject the same specs with the same `ConfigError`)."""
     spec = (spec or DEFAULT_SPEC).strip()
     if spec == DEFAULT_SPEC:
         from nexus_gateway.routing._onnx_minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        return MiniLMEmbedder
     if spec == "hashing":
-        return HashingEmbedder()
+        return HashingEmbedder
     if spec.startswith("gguf:"):
         path = Path(spec.removeprefix("gguf:")).expanduser()
         if not path.is_file():
             raise ConfigError(f"Embedder {spec!r}: no GGUF file at {path}.")
         if gguf_loader is None:
             raise ConfigError(f"Embedder {spec!r} needs the llama.cpp engine, which this gateway was started without.")
-        return LlamaCppEmbedder(gguf_loader(path), name=f"gguf:{path.name}")
+        loader = gguf_loader
+        return lambda: LlamaCppEmbedder(loader(path), name=f"gguf:{path.name}")
     raise ConfigError(f"Unknown embedder {spec!r}: use 'default', 'hashing' or 'gguf:/path/to/model.gguf'.")
 
 
