@@ -142,6 +142,12 @@ class NexusSettings(BaseModel):
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     max_result_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     """The longest message a stdio upstream may send (a tool result, say); a longer one becomes an error result."""
+    max_sessions: int = Field(default=256, ge=1)
+    """Open streamable-HTTP sessions at most; when full, a new client ends the oldest idle one."""
+    session_idle_timeout: float = Field(default=300.0, gt=0)
+    """Seconds a streamable-HTTP session may go without a request before it ends."""
+    max_sessions_per_token: int | None = Field(default=128, ge=1)
+    """Sessions one bearer token may hold (its oldest idle one ends first); null for no cap."""
     tracing: bool = False
     """Wrap each request in an OpenTelemetry span (the SDK's middleware); costs ~0.1 ms a call."""
     state_dir: str | None = None

@@ -1,7 +1,8 @@
 """The gateway over HTTP: streamable HTTP at `/mcp`, SSE at `/sse` + `/messages/`, `/healthz`, `/metrics`.
 
-Binds 127.0.0.1 unless told otherwise. Host and Origin headers are checked (DNS-rebinding
-protection), bearer tokens are required when configured, and request bodies are capped.
+Binds 127.0.0.1 unless told otherwise. On every path, Host and Origin headers are checked (DNS-rebinding
+protection), bearer tokens are required when configured, and request bodies are capped. Streamable-HTTP
+sessions live in a bounded pool that evicts idle ones (sessions.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.sse import SseServerTransport
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -25,12 +29,12 @@ from nexus_gateway.config import NexusSettings
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server.app import build_server, initialization_options
+from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstream import UpstreamState
 
 logger = logging.getLogger(__name__)
 
 _LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
-_OPEN_PATHS = frozenset({"/healthz"})
 
 
 def security_settings(settings: NexusSettings) -> TransportSecuritySettings:
@@ -47,26 +51,38 @@ def security_settings(settings: NexusSettings) -> TransportSecuritySettings:
 
 
 class GuardMiddleware:
-    """Bearer tokens (when configured) and a request-size cap, before any route runs."""
+    """Before any route runs: Host/Origin (DNS-rebinding protection), bearer tokens (when configured), and a
+    request-size cap. Every path is guarded alike, `/healthz` and `/metrics` included. A request with a valid
+    token is marked with its token's identity (`scope["user"]`, never the token itself), so sessions are
+    owned by the token that opened them (sessions.py)."""
 
-    def __init__(self, app: ASGIApp, *, tokens: list[str], max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, security: TransportSecuritySettings, tokens: list[str], max_bytes: int) -> None:
         self.app = app
+        self.security = TransportSecurityMiddleware(security)
         self.tokens = [token.encode() for token in tokens]
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in _OPEN_PATHS:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        if self.tokens and not self._authorized(headers.get(b"authorization", b"")):
-            response = JSONResponse(
-                {"error": "unauthorized", "message": "Send 'Authorization: Bearer <token>' with a configured token."},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-            await response(scope, receive, send)
+        rejected = await self.security.validate_request(Request(scope), is_post=False)
+        if rejected is not None:
+            await rejected(scope, receive, send)
             return
+        headers = dict(scope["headers"])
+        if self.tokens:
+            owner = self._token_owner(headers.get(b"authorization", b""))
+            if owner is None:
+                message = "Send 'Authorization: Bearer <token>' with a configured token."
+                response = JSONResponse(
+                    {"error": "unauthorized", "message": message},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+            scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             message = f"Request body of {int(length)} bytes exceeds the {self.max_bytes}-byte limit."
@@ -76,11 +92,23 @@ class GuardMiddleware:
             return
         await self.app(scope, receive, send)
 
-    def _authorized(self, header: bytes) -> bool:
+    def _token_owner(self, header: bytes) -> str | None:
+        """`token-<n>` for the n-th configured token the header carries, else None (constant-time compares)."""
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer" or not token:
-            return False
-        return any(hmac.compare_digest(token.strip(), expected) for expected in self.tokens)
+            return None
+        matches = [hmac.compare_digest(token.strip(), expected) for expected in self.tokens]
+        return f"token-{matches.index(True)}" if any(matches) else None
+
+
+class _AlreadySent(Response):
+    """The endpoint's reply when the transport has answered on its own (an SSE stream, or its rejection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        return None
 
 
 def build_http_app(gateway: Gateway) -> Starlette:
@@ -88,6 +116,14 @@ def build_http_app(gateway: Gateway) -> Starlette:
     server = build_server(gateway)
     security = security_settings(settings)
     sse = SseServerTransport("/messages/", security_settings=security, max_request_body_size=settings.max_request_bytes)
+    sessions = SessionPool(
+        server,
+        security_settings=security,
+        max_request_body_size=settings.max_request_bytes,
+        max_sessions=settings.max_sessions,
+        idle_timeout=settings.session_idle_timeout,
+        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens else None,
+    )
 
     async def handle_sse(request: Request) -> Response:
         try:
@@ -95,7 +131,7 @@ def build_http_app(gateway: Gateway) -> Starlette:
                 await server.run(read, write, initialization_options(server))
         except ValueError:
             pass  # the transport already answered (a rejected Host or Origin)
-        return Response()
+        return _AlreadySent()
 
     async def healthz(request: Request) -> Response:
         statuses = gateway.pool.statuses()
@@ -106,29 +142,41 @@ def build_http_app(gateway: Gateway) -> Starlette:
             "tools": len(gateway.catalog),
             "upstreams": {status.name: status.state.value for status in statuses},
             "quarantined": gateway.quarantined(),
+            "http_sessions": sessions.open_sessions,
         }
         return JSONResponse(body)
 
     async def metrics(request: Request) -> Response:
         up = {status.name: status.state is UpstreamState.HEALTHY for status in gateway.pool.statuses()}
-        text = gateway.metrics.render(up, len(gateway.catalog))
+        text = gateway.metrics.render(up, len(gateway.catalog)) + _session_metrics(sessions)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     routes: list[Route | Mount] = [
+        Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)),
         Route("/sse", endpoint=handle_sse, methods=["GET"]),
         Mount("/messages/", app=sse.handle_post_message),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),
     ]
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=security,
-        max_request_body_size=settings.max_request_bytes,
-        host=settings.host,
-        custom_starlette_routes=routes,  # type: ignore[arg-type]
+    app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
+    app.add_middleware(
+        GuardMiddleware, security=security, tokens=settings.auth_tokens, max_bytes=settings.max_request_bytes
     )
-    app.add_middleware(GuardMiddleware, tokens=settings.auth_tokens, max_bytes=settings.max_request_bytes)
     return app
+
+
+def _session_metrics(sessions: SessionPool) -> str:
+    return "\n".join([
+        "# HELP nexus_http_sessions Open streamable-HTTP sessions.",
+        "# TYPE nexus_http_sessions gauge",
+        f"nexus_http_sessions {sessions.open_sessions}",
+        "# HELP nexus_http_sessions_evicted_total Idle sessions ended to make room for a new client.",
+        "# TYPE nexus_http_sessions_evicted_total counter",
+        f"nexus_http_sessions_evicted_total {sessions.evicted}",
+        "# HELP nexus_http_sessions_refused_total New sessions refused because every session was busy.",
+        "# TYPE nexus_http_sessions_refused_total counter",
+        f"nexus_http_sessions_refused_total {sessions.refused}",
+    ]) + "\n"  # fmt: skip
 
 
 async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:

@@ -1,5 +1,6 @@
 """The gateway over HTTP: streamable HTTP and SSE, in both directions, with its guards."""
 
+import http.client
 import re
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from nexus_gateway.bench._serve import start_http
 from tests.conftest import FAULTY, faulty, free_port, start_gateway_http, text_of, wait_for_port, write_config
 
 
@@ -95,6 +97,33 @@ def test_foreign_host_and_origin_are_rejected(gateway_url: str):
     assert bad_origin.status_code == 403
 
 
+@pytest.mark.parametrize("path", ["/healthz", "/metrics"])
+def test_health_and_metrics_refuse_a_foreign_host_or_origin(gateway_url: str, path: str):
+    """A DNS-rebinding page must not read upstream names and counters."""
+    assert httpx.get(f"{gateway_url}{path}").status_code == 200
+    assert httpx.get(f"{gateway_url}{path}", headers={"Host": "evil.example"}).status_code == 421
+    assert httpx.get(f"{gateway_url}{path}", headers={"Origin": "http://evil.example"}).status_code == 403
+
+
+def test_rejected_sse_get_gets_one_clean_response_and_no_traceback(tmp_path: Path):
+    config = write_config(tmp_path, {"local": faulty()}, mode="routed")
+    stderr: list[str] = []
+    proc, url = start_http(config, "--log-level", "info", stderr_lines=stderr)
+    try:
+        connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+        for headers in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}, {"Host": "evil.example"}):
+            connection.request("GET", "/sse", headers=headers)  # the same keep-alive connection each time
+            response = connection.getresponse()
+            assert response.status in (403, 421) and b"Invalid" in response.read()
+        connection.close()
+        assert httpx.get(f"{url}/healthz").status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    log = "".join(stderr)
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+
+
 def test_oversized_request_is_refused(gateway_url: str):
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (5 * 1024 * 1024) + b'"}}'
     response = httpx.post(
@@ -110,7 +139,9 @@ def test_bearer_token_is_required_when_configured(tmp_path: Path):
     try:
         assert httpx.post(f"{url}/mcp", json={}).status_code == 401
         assert httpx.post(f"{url}/mcp", json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert httpx.get(f"{url}/healthz").status_code == 200
+        for path in ("/healthz", "/metrics"):
+            assert httpx.get(f"{url}{path}").status_code == 401
+            assert httpx.get(f"{url}{path}", headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
         async def call_with_token() -> str:
             async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret"}) as http:
