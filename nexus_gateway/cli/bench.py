@@ -49,6 +49,32 @@ def big_result(
     out.print_json(text)
 
 
+@app.command()
+def load(
+    clients: Annotated[str, typer.Option(help="Client counts, comma-separated; one level each.")] = "10,50,100",
+    calls: Annotated[int, typer.Option(min=1, help="Calls each client sends in turn.")] = 20,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    flood: Annotated[bool, typer.Option("--flood", help="Flood initializes (never DELETEd) meanwhile.")] = False,
+    era: Annotated[str, typer.Option(help="legacy (initialize handshake) | modern (2026-07-28).")] = "legacy",
+    max_sessions: Annotated[int, typer.Option(min=1, help="The gateway's max_sessions.")] = 256,
+) -> None:
+    """calls/s, p50/p99, errors, gateway RSS and fds of concurrent streamable-HTTP clients (echo upstream)."""
+    from nexus_gateway.bench.load import Era, run
+
+    try:
+        counts = [int(item) for item in clients.split(",") if item.strip()]
+    except ValueError:
+        raise typer.BadParameter("a comma-separated list of numbers, e.g. 10,50,100", param_hint="--clients") from None
+    if era not in ("legacy", "modern"):
+        raise typer.BadParameter("must be legacy or modern", param_hint="--era")
+    mode: Era = "legacy" if era == "legacy" else "modern"
+    result = run(counts, calls, with_flood=flood, era=mode, max_sessions=max_sessions)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(text)
+
+
 @app.command("run")
 def run_(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
