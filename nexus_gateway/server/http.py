@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nexus_gateway.config import NexusSettings
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.server._bodies import AnswerInvalidBodies
 from nexus_gateway.server.app import build_server, initialization_options
 from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstream import UpstreamState
@@ -152,7 +153,9 @@ def build_http_app(gateway: Gateway) -> Starlette:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     routes: list[Route | Mount] = [
-        Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)),
+        Route(
+            "/mcp", endpoint=AnswerInvalidBodies(StreamableHTTPASGIApp(sessions), max_bytes=settings.max_request_bytes)
+        ),
         Route("/sse", endpoint=handle_sse, methods=["GET"]),
         Mount("/messages/", app=sse.handle_post_message),
         Route("/healthz", endpoint=healthz, methods=["GET"]),

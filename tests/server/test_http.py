@@ -124,6 +124,18 @@ def test_rejected_sse_get_gets_one_clean_response_and_no_traceback(tmp_path: Pat
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log
 
 
+def test_an_invalid_request_over_http_is_answered_with_its_own_id(gateway_url: str):
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    opened = httpx.post(f"{gateway_url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+                        headers=headers)  # fmt: skip
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    bad = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [1, 2]}  # params must be an object
+    response = httpx.post(f"{gateway_url}/mcp", json=bad, headers=headers)
+    assert response.status_code == 400
+    assert response.json()["id"] == 7 and response.json()["error"]["code"] == -32600
+
+
 def test_oversized_request_is_refused(gateway_url: str):
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (5 * 1024 * 1024) + b'"}}'
     response = httpx.post(
