@@ -129,11 +129,13 @@ def test_an_invalid_request_over_http_is_answered_with_its_own_id(gateway_url: s
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     opened = httpx.post(f"{gateway_url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
                         headers=headers)  # fmt: skip
-    headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
-    bad = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [1, 2]}  # params must be an object
-    response = httpx.post(f"{gateway_url}/mcp", json=bad, headers=headers)
-    assert response.status_code == 400
-    assert response.json()["id"] == 7 and response.json()["error"]["code"] == -32600
+    legacy = headers | {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    modern = headers | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+    for era, request_id in ((legacy, 7), (modern, "eight")):
+        bad = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": [1, 2]}  # params: an object
+        response = httpx.post(f"{gateway_url}/mcp", json=bad, headers=era)
+        assert response.status_code == 400
+        assert response.json()["id"] == request_id and response.json()["error"]["code"] == -32600
 
 
 def test_oversized_request_is_refused(gateway_url: str):
