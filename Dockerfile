@@ -17,5 +17,6 @@ ENV CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES
 RUN pip install --no-cache-dir .
 
 EXPOSE 8765
-HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8765/healthz', timeout=2)" || exit 1
+# /healthz takes the bearer token too when tokens are configured: the check sends the first one.
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import os, urllib.request as u; t = os.environ.get('NEXUS_AUTH_TOKENS', '').split(',')[0].strip(); u.urlopen(u.Request('http://127.0.0.1:8765/healthz', headers={'Authorization': 'Bearer ' + t} if t else {}), timeout=2)" || exit 1
 CMD ["nexus-gateway", "serve", "--config", "/app/examples/docker-gateway.json", "--transport", "http", "--host", "0.0.0.0", "--port", "8765"]
