@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio
+import anyio.abc
 import mcp_types as types
 
 from nexus_gateway import meta_tools
@@ -35,6 +36,7 @@ from nexus_gateway.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from nexus_gateway.indexing import BackgroundIndexer
 from nexus_gateway.metrics import Metrics
 from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
@@ -57,6 +59,8 @@ PIN_POLL_SECONDS = 0.5
 """How often a running gateway looks whether the CLI approved a tool (one stat of pins.json)."""
 ToolResult = types.CallToolResult | dict[str, Any]
 """A tools/call result: a model for the gateway's own results, wire form for forwarded upstream ones."""
+SEARCH_WAITS_FOR_INDEX = 2.0
+"""A search waits this long at most for a stale index, then answers from what is indexed so far."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,7 @@ class Gateway:
         self._reported: set[tuple[str, str]] = set()
         self._last_mode: str | None = None
         self._ready = False
-        self._index_lock = anyio.Lock()
-        self._catalog_version = 0
-        self._indexed_version = 0
+        self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
         self.runner = Runner(self)
 
@@ -113,6 +115,7 @@ class Gateway:
             await self.pool.__aexit__(None, None, None)
             raise
         self._tasks.start_soon(self._watch_pins)
+        self._tasks.start_soon(self.indexer.run, name="indexer")
         return self
 
     async def wait_ready(self) -> None:
@@ -144,11 +147,19 @@ class Gateway:
         self._listeners.append(listener)
 
     async def _on_listing(self, upstream: Upstream) -> None:
+        """Ingest an upstream's listing. Nothing here is the upstream's fault: a failure (a catalog or
+        state problem) is logged and serving goes on, so the supervisor never counts it against the upstream."""
+        try:
+            await self._ingest(upstream)
+        except Exception:  # boundary: see above
+            logger.exception("gateway: ingesting the listing of %s failed; serving goes on", upstream.name)
+
+    async def _ingest(self, upstream: Upstream) -> None:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
-            self._catalog_version += 1
+            self.indexer.mark_stale()
             if self.settings.mode != "passthrough":  # a gateway that never routes indexes on its first search
-                await self._reindex()
+                self.indexer.request()  # in the background: never inside the upstream's start
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
@@ -186,17 +197,6 @@ class Gateway:
                 except Exception:  # boundary: a failed re-judging must not stop the gateway
                     logger.exception("re-reading the pin store for %s failed", upstream.name)
 
-    async def _reindex(self) -> None:
-        """Index the catalog as it is now. Upstreams that list their tools while an index runs share the
-        next run (at start-up, dozens of upstreams cost two or three runs, not one each)."""
-        wanted = self._catalog_version
-        async with self._index_lock:
-            if self._indexed_version >= wanted:
-                return
-            current = self._catalog_version
-            await anyio.to_thread.run_sync(self.retriever.index, list(self.catalog))
-            self._indexed_version = current
-
     # -- tools ---------------------------------------------------------------------------------
 
     @property
@@ -215,8 +215,7 @@ class Gateway:
     async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
         want = k or self.settings.search_k
-        if self._indexed_version < self._catalog_version:
-            await self._reindex()
+        await self.indexer.settle(SEARCH_WAITS_FOR_INDEX)
         hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
         tau = self.retriever.tau
         automatic = bool(hits) and (len(hits) == 1 or hits[0].score - hits[1].score >= tau)
@@ -227,6 +226,11 @@ class Gateway:
                 sig = signature(record.name, record.description, record.input_schema)
                 results.append(SearchResult(record.name, sig, round(hit.score, 4), automatic=automatic and rank == 0))
         return results
+
+    def index_lag(self) -> tuple[int, int] | None:
+        """(searchable, total) while the index holds fewer tools than the catalog, else None."""
+        searchable, total = min(self.indexer.searchable, len(self.catalog)), len(self.catalog)
+        return (searchable, total) if searchable < total else None
 
     def resolve(self, name: str) -> ToolRecord:
         record = self.catalog.get(name)
@@ -312,8 +316,13 @@ class Gateway:
             k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
             results = await self.search(query, k)
             self.metrics.searches += 1
-            lines = [result.signature for result in results] or [f"No tool matches {query!r}; try other words."]
-            structured = {"tools": [result.__dict__ for result in results]}
+            lines = [result.signature for result in results]
+            structured: dict[str, Any] = {"tools": [result.__dict__ for result in results]}
+            if lag := self.index_lag():  # a cold start: say how much of the catalog was searched
+                lines.append(f"(The tool index is still being built: {lag[0]} of {lag[1]} tools indexed so far. "
+                             "Search again in a few seconds to search them all.)")  # fmt: skip
+                structured["indexed"], structured["total"] = lag
+            lines = lines or [f"No tool matches {query!r}; try other words."]
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
             )

@@ -102,6 +102,8 @@ class Upstream:
         self._client: Client | None = None
         self._relist = anyio.Event()
         self._ready = anyio.Event()
+        self._failed_lists: set[str] = set()
+        """Optional lists (e.g. resources/templates/list) that failed on this connection, logged once."""
 
     @property
     def transport(self) -> str:
@@ -129,7 +131,7 @@ class Upstream:
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
-                error = _describe(exc)
+                error = _describe(exc, self.spec)
             self._mark_down(error)
             self._ready.set()
             if time.monotonic() - started > _HEALTHY_RESET_AFTER:
@@ -145,6 +147,7 @@ class Upstream:
         # (A timeout scope around entering the client alone would be exited before the client's
         # task group, which anyio forbids.)
         with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as start_scope:
+            self._failed_lists = set()
             watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
             callbacks = self.router.client_callbacks()
             async with Client(
@@ -179,7 +182,7 @@ class Upstream:
                 with anyio.fail_after(self.start_timeout):
                     await self._refresh(client)
             except (MCPError, TimeoutError) as exc:
-                logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc))
+                logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc, self.spec))
 
     def _open_transport(self) -> Any:
         spec = self.spec
@@ -197,15 +200,29 @@ class Upstream:
         return _streamable_http(spec.url, spec.headers)
 
     async def _refresh(self, client: Client) -> None:
+        """List what the server declares. Tools are the point: their listing failing fails the connection.
+        Resources, templates and prompts are optional: one that fails is logged and served as empty."""
         capabilities = client.server_capabilities
         self.tools = [_dump(tool) for tool in await _all_pages(client.list_tools)] if capabilities.tools else []
-        if capabilities.resources:
-            self.resources = [_dump(item) for item in await _all_pages(client.list_resources)]
-            templates = await _all_pages(client.list_resource_templates)
-            self.resource_templates = [_dump(item) for item in templates]
-        if capabilities.prompts:
-            self.prompts = [_dump(prompt) for prompt in await _all_pages(client.list_prompts)]
+        resources, prompts = bool(capabilities.resources), bool(capabilities.prompts)
+        self.resources = await self._optional("resources/list", client.list_resources, resources)
+        templates = await self._optional("resources/templates/list", client.list_resource_templates, resources)
+        self.resource_templates = templates
+        self.prompts = await self._optional("prompts/list", client.list_prompts, prompts)
         await self._on_listing(self)
+
+    async def _optional(self, method: str, fetch: Callable[..., Awaitable[Any]], declared: bool) -> list[Any]:
+        if not declared:
+            return []
+        try:
+            return [_dump(item) for item in await _all_pages(fetch)]
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                raise
+            if method not in self._failed_lists:  # once per connection: a relist fails the same way
+                self._failed_lists.add(method)
+                logger.warning("upstream %s: %s failed (%s); serving it as empty", self.name, method, exc)
+            return []
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification | types.ResourceListChangedNotification):
@@ -343,14 +360,19 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]]) -> list[Any]:
     return items
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, spec: ServerSpec) -> str:
     if isinstance(exc, TimeoutError):
         return "did not start in time"
     if isinstance(exc, BaseExceptionGroup):
-        leaves = [_describe(inner) for inner in exc.exceptions]
+        leaves = [_describe(inner, spec) for inner in exc.exceptions]
         return "; ".join(dict.fromkeys(leaves))
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, FileNotFoundError) and isinstance(spec, StdioServer) and exc.filename is not None:
+        # Spawning reports a missing executable or working directory by its path; anything else is not the command.
+        if str(exc.filename) == spec.command:
+            return f"command not found: {spec.command}"
+        if spec.cwd is not None and str(exc.filename) == str(spec.cwd):
+            return f"working directory not found: {spec.cwd}"
+        return f"file not found: {exc.filename}"
     text = str(exc) or type(exc).__name__
     return text if len(text) < 300 else text[:300] + "..."
 

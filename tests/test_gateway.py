@@ -117,6 +117,6 @@ async def test_search_marks_the_first_result_automatic_only_when_the_margin_clea
 
 async def test_a_passthrough_gateway_indexes_only_when_searched(tmp_path: Path):
     async with running_gateway(make_config(tmp_path, {"one": faulty()}, mode="passthrough")) as (gateway, client):
-        assert gateway._indexed_version == 0  # nothing embedded at start-up: passthrough never routes
+        assert gateway.indexer.searchable == 0  # nothing embedded at start-up: passthrough never routes
         result = await client.call_tool("search_tools", {"query": "echo the text back"})
-    assert text_of(result).startswith("one__echo(") and gateway._indexed_version == gateway._catalog_version
+    assert text_of(result).startswith("one__echo(") and gateway.indexer.current

@@ -154,7 +154,9 @@ def calibrate_routing(
         coverage=round(coverage, 4), n_cases=len(loaded), embedder=model.name, size=size, fusion=fusion,
     )  # fmt: skip
     target = out_path or DEFAULT_CALIBRATION
-    calibration.save(target)
+    if not calibration.save(target):
+        err.print(f"[bold red]error:[/] could not write {target} (see the warning above)", highlight=False)
+        raise typer.Exit(2)
     out.print(
         f"tau = {calibration.tau} at N = {size}: automatic on {coverage:.1%} of {len(loaded)} cases with "
         f"precision {precision:.1%} (target {target_precision:.0%}); written to {target}"

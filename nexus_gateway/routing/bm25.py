@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.retriever import Hit, tool_text
+from nexus_gateway.routing.retriever import Hit, IndexProgress, tool_text
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -95,8 +95,10 @@ class BM25Retriever:
         self._lengths = np.zeros(0)
         self._idf: dict[str, float] = {}
 
-    def index(self, records: Sequence[ToolRecord]) -> None:
+    def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
         self.index_texts([record.name for record in records], [tool_text(record) for record in records])
+        if progress is not None:
+            progress(len(records), len(records))
 
     def index_texts(self, names: Sequence[str], texts: Sequence[str]) -> None:
         self._names = list(names)

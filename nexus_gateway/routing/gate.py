@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any, get_args
 
 from nexus_gateway.errors import ConfigError
+from nexus_gateway.routing.fusion import FusionMethod
+from nexus_gateway.statefile import StateInvalid, save_json
 
 
 @dataclass(frozen=True)
@@ -30,16 +33,47 @@ class Calibration:
     """Candidate-set size the margins were measured at."""
     fusion: str = "linear"
 
-    def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+    def save(self, path: Path) -> bool:
+        """Write atomically; False (and a warning) when it cannot be written (`statefile.save_json`)."""
+        return save_json(path, asdict(self))
 
     @classmethod
     def load(cls, path: Path) -> Calibration:
+        """A calibration file a person named (the shipped one, `--out`): a bad one is a `ConfigError`."""
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError) as exc:
             raise ConfigError(f"{path}: not a routing calibration ({exc})") from None
+
+    @classmethod
+    def from_json(cls, value: Any) -> Calibration:
+        """Validate parsed JSON; raises `StateInvalid` naming the first bad field."""
+        if not isinstance(value, dict):
+            raise StateInvalid(f"expected an object, got {type(value).__name__}")
+        known = {item.name for item in fields(cls)}
+        if unknown := sorted(value.keys() - known):
+            raise StateInvalid(f"unknown fields {unknown}")
+        tau = _number(value, "tau")
+        if math.isnan(tau) or tau < 0:
+            raise StateInvalid(f"tau must be a margin >= 0 (or Infinity), got {tau}")
+        for key in ("target_precision", "precision", "coverage"):
+            if not 0.0 <= _number(value, key) <= 1.0:
+                raise StateInvalid(f"{key} must be between 0 and 1")
+        for key in ("n_cases", "size"):
+            if not isinstance(value.get(key), int) or isinstance(value[key], bool) or value[key] < 0:
+                raise StateInvalid(f"{key} must be a count")
+        if not isinstance(value.get("embedder"), str):
+            raise StateInvalid("embedder must be a string")
+        if value.get("fusion", "linear") not in get_args(FusionMethod):
+            raise StateInvalid(f"fusion must be one of {list(get_args(FusionMethod))}")
+        return cls(**value)
+
+
+def _number(value: dict[str, Any], key: str) -> float:
+    number = value.get(key)
+    if not isinstance(number, int | float) or isinstance(number, bool):
+        raise StateInvalid(f"{key} must be a number, got {number!r}")
+    return float(number)
 
 
 def calibrate_tau(

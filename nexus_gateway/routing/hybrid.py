@@ -15,12 +15,15 @@ from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.embedders import Embedder, embedder_factory, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
-from nexus_gateway.routing.retriever import Hit, Retriever, tool_text
+from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, tool_text
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
+from nexus_gateway.statefile import load_json
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
+INDEX_BATCH = 64
+"""Tools embedded between two publications of a growing index (a cold start serves searches as it goes)."""
 LARGE_POOL = 256
 """Above FAISS_ABOVE tools, the dense and lexical top lists of this length are fused."""
 
@@ -50,22 +53,39 @@ class HybridRetriever:
                     "routing calibration was made with %s, not %s: nothing is routed automatically until "
                     "`nexus-gateway calibrate routing` is run", calibration.embedder, embedder.name,
                 )  # fmt: skip
-        if index_path is not None and index_path.exists() and self.slb.load(index_path):
+        if index_path is not None and self.slb.load(index_path):
             logger.info("loaded %d tool vectors from %s", len(self.slb), index_path)
+            self.slb.sync([], [])  # remembered, not searchable: what is searchable is what `index` was given
 
-    def index(self, records: Sequence[ToolRecord]) -> None:
+    def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
+        """Index exactly these tools. Embedding runs outside the lock in batches of `INDEX_BATCH`; after each
+        batch the tools embedded so far become searchable and `progress(searchable, total)` is told."""
         names = [record.name for record in records]
         texts = [tool_text(record) for record in records]
         slb = self.slb.fork()
-        slb.sync(names, texts)  # embeds outside the lock: searches go on with the old index meanwhile
+        missing = slb.missing(texts)
+        for start in range(0, len(missing), INDEX_BATCH):
+            slb.learn([texts[i] for i in missing[start : start + INDEX_BATCH]])
+            pending = set(missing[start + INDEX_BATCH :])
+            if pending:
+                ready = [i for i in range(len(names)) if i not in pending]
+                self._publish(slb.fork(), [names[i] for i in ready], [texts[i] for i in ready])
+                if progress is not None:
+                    progress(len(ready), len(names))
+        self._publish(slb, names, texts)
+        if progress is not None:
+            progress(len(names), len(names))
+        if missing:
+            logger.info("embedded %d new or changed tools (%d in the index)", len(missing), len(names))
+            if self.index_path is not None:
+                slb.save(self.index_path)
+
+    def _publish(self, slb: SemanticLookasideBuffer, names: list[str], texts: list[str]) -> None:
+        slb.sync(names, texts)  # every vector is known by now: this embeds nothing
         lexical = BM25Retriever()
         lexical.index_texts(names, texts)
         with self._lock:
             self.slb, self.lexical = slb, lexical
-        if self.slb.embedded_last_sync:
-            logger.info("embedded %d new or changed tools (%d in the index)", self.slb.embedded_last_sync, len(names))
-            if self.index_path is not None:
-                self.slb.save(self.index_path)
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
@@ -100,10 +120,8 @@ def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linea
     if spec == "bm25":
         return BM25Retriever()
     embedder = make_embedder(spec)
-    calibration = None
-    for candidate in (state_dir / "calibration.json", DEFAULT_CALIBRATION):
-        if candidate.exists():
-            calibration = Calibration.load(candidate)
-            break
+    calibration = load_json(state_dir / "calibration.json", Calibration.from_json)  # a bad one is moved aside
+    if calibration is None and DEFAULT_CALIBRATION.exists():
+        calibration = Calibration.load(DEFAULT_CALIBRATION)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in embedder.name)
     return HybridRetriever(embedder, index_path=state_dir / f"index-{safe}.npz", calibration=calibration, method=method)

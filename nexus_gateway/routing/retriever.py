@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,8 +16,13 @@ class Hit:
     score: float
 
 
+IndexProgress = Callable[[int, int], None]
+"""Told `(searchable, total)` while an index is built; it may raise to stop the build (cancellation)."""
+
+
 class Retriever(Protocol):
-    """Ranks catalog tools for a query. `index` is called with the whole catalog after each change.
+    """Ranks catalog tools for a query. `index` is called with the whole catalog after each change; it may
+    report progress as it goes, and what it has published so far is searchable meanwhile.
 
     `tau` is the margin gate: when the first hit's score beats the second's by at least `tau`, the
     choice is automatic (`math.inf`: never).
@@ -25,7 +30,7 @@ class Retriever(Protocol):
 
     tau: float
 
-    def index(self, records: Sequence[ToolRecord]) -> None: ...
+    def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None: ...
 
     def search(self, query: str, k: int) -> list[Hit]: ...
 

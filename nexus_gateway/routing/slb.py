@@ -11,6 +11,7 @@ with `nexus-gateway bench routing` (384 dims, one thread), numpy is faster up to
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import zipfile
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nexus_gateway.routing.embedders import Embedder
+from nexus_gateway.statefile import StateInvalid, move_aside, save_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -86,11 +88,8 @@ class SemanticLookasideBuffer:
         reconnect, or connect in another order after a restart, are not embedded again.
         """
         hashes = [text_hash(text, self.embedder.name) for text in texts]
-        missing = [i for i, digest in enumerate(hashes) if digest not in self._known]
-        if missing:
-            new_codes, new_scales = quantize(self.embedder.embed_batch([texts[i] for i in missing]))
-            for j, i in enumerate(missing):
-                self._known[hashes[i]] = (new_codes[j], float(new_scales[j]))
+        missing = self.missing(texts)
+        self.learn([texts[i] for i in missing])
         codes = np.zeros((len(names), self.embedder.dim), dtype=np.int8)
         scales = np.zeros(len(names), dtype=np.float32)
         for i, digest in enumerate(hashes):
@@ -98,6 +97,17 @@ class SemanticLookasideBuffer:
         self.embedded_last_sync = len(missing)
         self.names, self.hashes, self.codes, self.scales = list(names), hashes, codes, scales
         self._rebuild()
+
+    def missing(self, texts: Sequence[str]) -> list[int]:
+        """Positions of the texts this buffer has no vector for (what a `sync` would embed)."""
+        return [i for i, text in enumerate(texts) if text_hash(text, self.embedder.name) not in self._known]
+
+    def learn(self, texts: Sequence[str]) -> None:
+        """Embed texts and remember their vectors, without changing which tools the buffer holds."""
+        if texts:
+            new_codes, new_scales = quantize(self.embedder.embed_batch(texts))
+            for text, code, scale in zip(texts, new_codes, new_scales, strict=True):
+                self._known[text_hash(text, self.embedder.name)] = (code, float(scale))
 
     def _rebuild(self) -> None:
         self._matrix = np.ascontiguousarray(self.codes.astype(np.float32) * self.scales[:, None])
@@ -138,11 +148,11 @@ class SemanticLookasideBuffer:
 
     # -- persistence ---------------------------------------------------------------------------
 
-    def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
+    def save(self, path: Path) -> bool:
+        """Write the buffer to `path` atomically; False (and a warning) when it cannot be written."""
+        buffer = io.BytesIO()
         np.savez(
-            tmp,
+            buffer,
             format=np.int32(_FORMAT),
             embedder=np.str_(self.embedder.name),
             names=np.asarray(self.names, dtype=np.str_),
@@ -155,31 +165,73 @@ class SemanticLookasideBuffer:
             ),
             known_scales=np.asarray([scale for _, scale in self._known.values()], dtype=np.float32),
         )
-        tmp.replace(path)
+        return save_bytes(path, buffer.getvalue())
 
     def load(self, path: Path) -> bool:
-        """Load a saved buffer if it was made by the same embedder; False (and nothing loaded) otherwise."""
+        """Load a saved buffer if it was made by the same embedder; False (and nothing loaded) otherwise.
+        A file that is not a whole, consistent index is moved aside (`statefile.move_aside`) to be rebuilt."""
         try:
-            with np.load(path, allow_pickle=False) as data:
-                if int(data["format"]) != _FORMAT or str(data["embedder"]) != self.embedder.name:
-                    return False
-                codes, known_codes = data["codes"], data["known_codes"]
-                if codes.ndim != 2 or codes.shape[1] != self.embedder.dim or known_codes.shape[1:] != codes.shape[1:]:
-                    return False
-                names = [str(name) for name in data["names"]]
-                hashes = [str(digest) for digest in data["hashes"]]
-                scales = data["scales"].astype(np.float32)
-                known = {
-                    str(digest): (code, float(scale))
-                    for digest, code, scale in zip(data["known_hashes"], known_codes, data["known_scales"], strict=True)
-                }
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            logger.warning("ignoring unreadable index %s: %s", path, exc)
+            raw = path.read_bytes()
+        except FileNotFoundError:
             return False
-        self.names, self.hashes, self.codes, self.scales = names, hashes, codes.astype(np.int8), scales
-        known.update(
-            (digest, (code, float(scale))) for digest, code, scale in zip(hashes, self.codes, scales, strict=True)
-        )
+        except OSError as exc:
+            logger.warning("could not read index %s: %s", path, exc)
+            return False
+        try:
+            with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+                loaded = _read_index(data, self.embedder)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, EOFError, zipfile.BadZipFile) as exc:
+            move_aside(path, f"{type(exc).__name__}: {exc}"[:200])  # StateInvalid is a ValueError
+            return False
+        if loaded is None:
+            logger.info("index %s was made by another embedder or format; rebuilding it", path)
+            return False
+        names, hashes, codes, scales, known = loaded
+        self.names, self.hashes, self.codes, self.scales = names, hashes, codes, scales
+        known.update((digest, (code, float(scale))) for digest, code, scale in zip(hashes, codes, scales, strict=True))
         self._known = known
         self._rebuild()
         return True
+
+
+_Loaded = tuple[list[str], list[str], np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, float]]]
+
+
+def _read_index(data: Any, embedder: Embedder) -> _Loaded | None:
+    """The arrays of a saved index, checked for shape and type; None when another embedder or format made it."""
+    fmt, name = data["format"], data["embedder"]
+    if fmt.shape != () or fmt.dtype.kind not in "iu" or name.shape != () or name.dtype.kind != "U":
+        raise StateInvalid("format or embedder is not a scalar of the right type")
+    if int(fmt) != _FORMAT or str(name) != embedder.name:
+        return None
+    names, hashes, known_hashes = _strings(data, "names"), _strings(data, "hashes"), _strings(data, "known_hashes")
+    codes, known_codes = _codes(data, "codes", embedder.dim), _codes(data, "known_codes", embedder.dim)
+    scales, known_scales = _scales(data, "scales"), _scales(data, "known_scales")
+    if not len(names) == len(hashes) == len(codes) == len(scales):
+        raise StateInvalid(f"{len(names)} names, {len(hashes)} hashes, {len(codes)} codes, {len(scales)} scales")
+    if not len(known_hashes) == len(known_codes) == len(known_scales):
+        raise StateInvalid(f"{len(known_hashes)} known hashes, {len(known_codes)} codes, {len(known_scales)} scales")
+    rows = zip(known_hashes, known_codes, known_scales, strict=True)
+    known = {str(digest): (code, float(scale)) for digest, code, scale in rows}
+    return [str(n) for n in names], [str(h) for h in hashes], codes, scales, known
+
+
+def _strings(data: Any, key: str) -> np.ndarray:
+    array = data[key]
+    if array.ndim != 1 or (len(array) and array.dtype.kind != "U"):
+        raise StateInvalid(f"{key} is not a list of strings")
+    return array
+
+
+def _codes(data: Any, key: str, dim: int) -> np.ndarray:
+    array = data[key]
+    if array.dtype != np.int8 or array.ndim != 2 or array.shape[1] != dim:
+        raise StateInvalid(f"{key} is {array.dtype}{list(array.shape)}, not int8[n, {dim}]")
+    return array
+
+
+def _scales(data: Any, key: str) -> np.ndarray:
+    array = data[key]
+    if array.dtype != np.float32 or array.ndim != 1 or not np.isfinite(array).all():
+        raise StateInvalid(f"{key} is not a list of finite float32")
+    return array

@@ -4,6 +4,8 @@
     --hang-start    never answer initialize
     --poison WHAT   list a changed `echo` (repeatable): its `description`, its `parameter` description,
                     its input `schema` (an extra parameter) or its `annotations` (a false read-only hint)
+    --unsupported M answer request method M (e.g. resources/templates/list) with "Method not found"
+                    while still declaring its capability (repeatable)
 Tools: echo, pid (to kill the process from a test), sleep (to hang a call), grow (adds a tool and
 sends notifications/tools/list_changed).
 """
@@ -29,6 +31,7 @@ def main() -> None:
     parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--poison", action="append", default=[], choices=POISONS)
+    parser.add_argument("--unsupported", action="append", default=[], metavar="METHOD")
     args = parser.parse_args()
 
     if args.hang_start:
@@ -36,10 +39,16 @@ def main() -> None:
             time.sleep(3600)
 
     server = MCPServer(args.name)
+    for method in args.unsupported:
+        _unsupported(server, method)
 
     def garbage(text: str) -> None:
         if args.garbage:
             os.write(1, f"{text}\n".encode())  # fd 1 itself: the SDK shields sys.stdout
+
+    @server.resource("faulty://about", description="What this server is.")
+    def about() -> str:
+        return "an upstream with faults"
 
     poison = set(args.poison)
     description = "Return the text unchanged."
@@ -93,6 +102,17 @@ def main() -> None:
         server.run()
     else:
         server.run(args.transport, host="127.0.0.1", port=args.port)  # type: ignore[call-overload]
+
+
+def _unsupported(server: MCPServer, method: str) -> None:
+    """Answer `method` with Method not found, as servers do that declare a capability but serve only part of it."""
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+    async def refuse(ctx: object, params: object) -> object:
+        raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+
+    server._lowlevel_server.add_request_handler(method, types.PaginatedRequestParams, refuse)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
