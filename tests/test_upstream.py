@@ -81,3 +81,44 @@ async def test_no_child_process_is_left_after_shutdown(tmp_path: Path):
         assert len({child.pid for child in me.children(recursive=True)} - before) >= 2
     left = [child for child in me.children(recursive=True) if child.pid not in before and child.is_running()]
     assert [child for child in left if child.status() != psutil.STATUS_ZOMBIE] == []
+
+
+@pytest.mark.parametrize("method", ["resources/templates/list", "resources/list", "prompts/list"])
+async def test_an_optional_list_answering_method_not_found_leaves_the_upstream_healthy_with_its_tools(
+    tmp_path: Path, method: str, caplog: pytest.LogCaptureFixture
+):
+    servers = {"partial": faulty("--unsupported", method)}
+    async with running_gateway(make_config(tmp_path, servers, mode="passthrough")) as (gateway, client):
+        partial = gateway.pool.get("partial")
+        assert partial is not None and partial.state is UpstreamState.HEALTHY and partial.restarts == 0
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"partial__echo", "partial__pid", "partial__sleep", "partial__grow"} <= names
+        assert text_of(await client.call_tool("partial__echo", {"text": "still served"})) == "still served"
+        resources = [str(resource.uri) for resource in (await client.list_resources()).resources]
+        assert resources == ([] if method == "resources/list" else ["faulty://about"])
+        # A re-listing (tools/list_changed) asks again but does not log again: once per connection.
+        await client.call_tool("partial__grow", {"name": "late_tool"})
+        with anyio.fail_after(5):
+            while "partial__late_tool" not in gateway.catalog:
+                await anyio.sleep(0.05)
+        assert partial.state is UpstreamState.HEALTHY and partial.restarts == 0
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and f"{method} failed" in r.getMessage()]
+    assert len(warnings) == 1 and "partial" in warnings[0].getMessage()
+
+
+async def test_a_missing_working_directory_is_not_reported_as_a_missing_command(tmp_path: Path):
+    servers = {"lost": faulty(cwd=str(tmp_path / "nowhere")), "fine": faulty()}
+    async with running_gateway(make_config(tmp_path, servers, mode="passthrough")) as (gateway, _):
+        lost = gateway.pool.get("lost")
+        assert lost is not None and lost.state is not UpstreamState.HEALTHY
+        assert lost.last_error == f"working directory not found: {tmp_path / 'nowhere'}"
+
+
+def test_a_missing_file_other_than_the_command_is_named_as_such():
+    from nexus_gateway.config import StdioServer
+    from nexus_gateway.upstream import _describe
+
+    spec = StdioServer(command="uvx", args=["mcp-server-time"])
+    missing_state = FileNotFoundError(2, "No such file or directory", "/proc/nexus/descriptions.json")
+    assert _describe(missing_state, spec) == "file not found: /proc/nexus/descriptions.json"
+    assert _describe(FileNotFoundError(2, "No such file or directory", "uvx"), spec) == "command not found: uvx"
