@@ -1,0 +1,109 @@
+"""Indexing runs beside serving: a slow embedder never times out an upstream, and search answers meanwhile."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from mcp import Client
+
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.routing import hybrid
+from nexus_gateway.routing.embedders import make_embedder
+from nexus_gateway.routing.hybrid import HybridRetriever
+from nexus_gateway.server.app import build_server
+from nexus_gateway.upstream import UpstreamState
+from tests.conftest import faulty, make_config, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+class HeldEmbedder:
+    """The hashing embedder, but tool batches (more than one text) after the first `free` wait for `release`:
+    an embedding model as slow as the test wants. Query embeddings (one text) are never held."""
+
+    def __init__(self, free: int = 0) -> None:
+        self.inner = make_embedder("hashing")
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.free = free
+        self.release = threading.Event()
+        self.held = threading.Event()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) > 1:
+            if self.free:
+                self.free -= 1
+            else:
+                self.held.set()
+                self.release.wait(30)
+        return self.inner.embed_batch(texts)
+
+
+async def _search(client: Client, query: str) -> tuple[str, dict]:  # type: ignore[type-arg]
+    result = await client.call_tool("search_tools", {"query": query, "k": 2})
+    return text_of(result), result.structured_content or {}
+
+
+async def test_a_slow_embedder_does_not_time_out_an_upstream_and_search_answers_while_it_indexes(tmp_path: Path):
+    embedder = HeldEmbedder()
+    # The embedder is held far longer than the start_timeout (until released, or 30 s).
+    config = make_config(tmp_path, {"one": faulty(start_timeout=10)}, mode="routed")
+    gateway = Gateway(config, retriever=HybridRetriever(embedder))
+    try:
+        async with gateway, Client(build_server(gateway), mode="legacy", cache=None) as client:
+            with anyio.fail_after(30):  # before the fix, the upstream's start waited for the embedder, then timed out
+                await gateway.wait_ready()
+            one = gateway.pool.get("one")
+            assert one is not None and one.state is UpstreamState.HEALTHY and one.restarts == 0
+            assert await anyio.to_thread.run_sync(embedder.held.wait, 10)  # indexing is under way, and held
+            with anyio.fail_after(1):  # tools/list does not wait for the index
+                assert (await client.list_tools()).tools[0].name == "search_tools"
+            with anyio.fail_after(5):
+                text, structured = await _search(client, "echo the text back")
+            assert "0 of 4 tools indexed so far" in text and (structured["indexed"], structured["total"]) == (0, 4)
+            called = await client.call_tool("call_tool", {"name": "one__echo", "arguments": {"text": "meanwhile"}})
+            assert text_of(called) == "meanwhile"
+            assert one.state is UpstreamState.HEALTHY and one.restarts == 0
+            embedder.release.set()
+            with anyio.fail_after(10):
+                while not gateway.indexer.current:
+                    await anyio.sleep(0.02)
+            text, structured = await _search(client, "echo the text back")
+            assert text.startswith("one__echo(") and "indexed so far" not in text and "indexed" not in structured
+    finally:
+        embedder.release.set()
+
+
+async def test_search_finds_the_tools_indexed_so_far_and_the_log_shows_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level("INFO", logger="nexus_gateway")
+    monkeypatch.setattr(hybrid, "INDEX_BATCH", 2)  # four tools: two batches, the second held
+    embedder = HeldEmbedder(free=1)
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed")
+    gateway = Gateway(config, retriever=HybridRetriever(embedder))
+    try:
+        async with gateway, Client(build_server(gateway), mode="legacy", cache=None) as client:
+            await gateway.wait_ready()
+            assert await anyio.to_thread.run_sync(embedder.held.wait, 10)
+            with anyio.fail_after(5):
+                text, structured = await _search(client, "echo the text back unchanged")
+            # The first batch (echo, grow: names in order) is searchable; the held one (pid, sleep) is not yet.
+            assert "2 of 4 tools indexed so far" in text
+            assert structured["tools"][0]["name"] == "one__echo"
+            assert (structured["indexed"], structured["total"]) == (2, 4)
+            assert "one__sleep" not in {tool["name"] for tool in structured["tools"]}
+            assert "index: indexed 2 of 4 tools" in caplog.text
+            embedder.release.set()
+            with anyio.fail_after(10):
+                while not gateway.indexer.current:
+                    await anyio.sleep(0.02)
+            _, structured = await _search(client, "sleep for some seconds")
+            assert structured["tools"][0]["name"] == "one__sleep"
+            assert "index: 4 tools searchable" in caplog.text
+    finally:
+        embedder.release.set()
