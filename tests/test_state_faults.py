@@ -1,0 +1,163 @@
+"""Broken state never stops serving: an unwritable state directory only warns, and a corrupt state file
+(index, calibration, ledger) is moved aside to `<name>.corrupt-<time>` and rebuilt."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from mcp import Client, StdioServerParameters
+
+from nexus_gateway.routing.embedders import make_embedder
+from nexus_gateway.routing.slb import SemanticLookasideBuffer
+from nexus_gateway.upstream import UpstreamState
+from tests.conftest import faulty, make_config, running_gateway, text_of, write_config
+
+pytestmark = pytest.mark.anyio
+
+INDEX = "index-hashing.npz"
+
+
+def _unwritable(tmp_path: Path, where: str) -> Path:
+    if where == "under a regular file":
+        (tmp_path / "a-file").write_text("not a directory")
+        return tmp_path / "a-file" / "state"
+    return Path("/proc/nexus-gateway-test/state")  # procfs: nothing can be created there
+
+
+async def _serves_and_searches(gateway: Any, client: Client) -> None:
+    one = gateway.pool.get("one")
+    assert one.state is UpstreamState.HEALTHY and one.restarts == 0 and one.last_error is None
+    called = await client.call_tool("call_tool", {"name": "one__echo", "arguments": {"text": "served"}})
+    assert not called.is_error and text_of(called) == "served"
+    found = await client.call_tool("search_tools", {"query": "sleep for some seconds", "k": 2})
+    assert found.structured_content["tools"][0]["name"] == "one__sleep"
+
+
+@pytest.mark.parametrize("where", ["under a regular file", "in /proc"])
+async def test_an_unwritable_state_directory_is_a_warning_and_the_upstream_stays_healthy(
+    tmp_path: Path, where: str, caplog: pytest.LogCaptureFixture
+):
+    state = _unwritable(tmp_path, where)
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing", state_dir=str(state))
+    async with running_gateway(config) as (gateway, client):
+        await _serves_and_searches(gateway, client)
+        with anyio.fail_after(10):
+            while not gateway.indexer.current:
+                await anyio.sleep(0.02)
+    assert f"could not write state file {state / 'descriptions.json'}" in caplog.text
+    assert f"could not write state file {state / INDEX}" in caplog.text
+    assert "command not found" not in caplog.text
+
+
+async def test_a_stdio_gateway_with_its_state_in_proc_lists_and_calls(tmp_path: Path):
+    config = write_config(tmp_path, {"one": faulty()}, mode="passthrough", state_dir="/proc/nexus-gateway-test/state")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_gateway", "serve", "--config", str(config)]
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy", cache=None) as client:
+            assert "one__echo" in {tool.name for tool in (await client.list_tools()).tools}
+            assert text_of(await client.call_tool("one__echo", {"text": "over stdio"})) == "over stdio"
+
+
+# -- corrupt state files -------------------------------------------------------------------------
+
+
+def _index_arrays(tmp_path: Path) -> dict[str, np.ndarray]:
+    """The arrays of a sound index of three tools by the hashing embedder."""
+    slb = SemanticLookasideBuffer(make_embedder("hashing"))
+    slb.sync(["a__x", "b__y", "c__z"], ["make a thing", "delete a thing", "list things"])
+    slb.save(tmp_path / "sound.npz")
+    with np.load(tmp_path / "sound.npz") as data:
+        return {key: data[key] for key in data.files}
+
+
+def _corrupt_index(tmp_path: Path, how: str) -> bytes:
+    arrays = _index_arrays(tmp_path)
+    if how == "truncated":
+        return (tmp_path / "sound.npz").read_bytes()[:300]
+    if how == "mismatched arrays":
+        arrays["names"] = arrays["names"][:2]
+        arrays["known_scales"] = arrays["known_scales"][:1]
+    elif how == "wrong dtype":
+        arrays["codes"] = arrays["codes"].astype(np.float64)
+    elif how == "format not a scalar":
+        arrays["format"] = np.asarray([2, 2])
+    np.savez(tmp_path / "bad.npz", **arrays)  # type: ignore[arg-type]
+    return (tmp_path / "bad.npz").read_bytes()
+
+
+def _assert_moved_aside(state: Path, name: str, content: bytes) -> None:
+    aside = list(state.glob(f"{name}.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == content
+
+
+@pytest.mark.parametrize("how", ["truncated", "mismatched arrays", "wrong dtype", "format not a scalar"])
+async def test_a_corrupt_index_is_moved_aside_and_rebuilt(tmp_path: Path, how: str):
+    state = tmp_path / "state"
+    state.mkdir()
+    content = _corrupt_index(tmp_path, how)
+    (state / INDEX).write_bytes(content)
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    async with running_gateway(config) as (gateway, client):
+        await _serves_and_searches(gateway, client)
+    _assert_moved_aside(state, INDEX, content)
+    rebuilt = SemanticLookasideBuffer(make_embedder("hashing"))
+    assert rebuilt.load(state / INDEX) and sorted(rebuilt.names) == [
+        f"one__{t}" for t in ("echo", "grow", "pid", "sleep")
+    ]
+
+
+_SOUND_CALIBRATION = {"tau": 0.2, "target_precision": 0.98, "precision": 0.99, "coverage": 0.3, "n_cases": 10,
+                      "embedder": "hashing", "size": 50, "fusion": "linear"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"[0.2]",
+        json.dumps(_SOUND_CALIBRATION | {"tau": "0.2"}).encode(),
+        json.dumps(_SOUND_CALIBRATION | {"tau": -0.5}).encode(),
+    ],
+    ids=["garbage", "not an object", "tau as a string", "negative tau"],
+)
+async def test_a_corrupt_calibration_is_moved_aside_and_the_gate_falls_back(tmp_path: Path, content: bytes):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "calibration.json").write_bytes(content)
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    async with running_gateway(config) as (gateway, client):
+        await _serves_and_searches(gateway, client)
+        # The shipped calibration is for another embedder: nothing is routed automatically, nothing breaks.
+        assert math.isinf(gateway.retriever.tau)
+    _assert_moved_aside(state, "calibration.json", content)
+
+
+async def test_a_sound_calibration_in_the_state_directory_sets_tau(tmp_path: Path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "calibration.json").write_text(json.dumps(_SOUND_CALIBRATION))
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    async with running_gateway(config) as (gateway, _):
+        assert gateway.retriever.tau == 0.2
+    assert not list(state.glob("*.corrupt-*"))
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"one__echo": 7}', b"\xff\xfe"], ids=["list", "not strings", "bytes"])
+async def test_a_corrupt_description_ledger_is_moved_aside_and_rebuilt(tmp_path: Path, content: bytes):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "descriptions.json").write_bytes(content)
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    async with running_gateway(config) as (gateway, client):
+        await _serves_and_searches(gateway, client)
+    _assert_moved_aside(state, "descriptions.json", content)
+    assert set(json.loads((state / "descriptions.json").read_text())) >= {"one__echo", "one__sleep"}
