@@ -141,16 +141,6 @@ async def test_a_corrupt_calibration_is_moved_aside_and_the_gate_falls_back(tmp_
     _assert_moved_aside(state, "calibration.json", content)
 
 
-async def test_a_sound_calibration_in_the_state_directory_sets_tau(tmp_path: Path):
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "calibration.json").write_text(json.dumps(_SOUND_CALIBRATION))
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
-    async with running_gateway(config) as (gateway, _):
-        assert gateway.retriever.tau == 0.2
-    assert not list(state.glob("*.corrupt-*"))
-
-
 @pytest.mark.parametrize("content", [b"[1, 2]", b'{"one__echo": 7}', b"\xff\xfe"], ids=["list", "not strings", "bytes"])
 async def test_a_corrupt_description_ledger_is_moved_aside_and_rebuilt(tmp_path: Path, content: bytes):
     state = tmp_path / "state"

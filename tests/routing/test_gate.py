@@ -1,3 +1,4 @@
+import json
 import math
 from pathlib import Path
 
@@ -29,9 +30,15 @@ def test_calibration_round_trips_and_rejects_garbage(tmp_path: Path):
     calibration = Calibration(0.38, 0.98, 0.983, 0.17, 1000, "all-MiniLM-L6-v2-int8", 199, "linear")
     calibration.save(tmp_path / "c.json")
     assert Calibration.load(tmp_path / "c.json") == calibration
-    (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ConfigError, match="not a routing calibration"):
-        Calibration.load(tmp_path / "bad.json")
+    sound = json.loads((tmp_path / "c.json").read_text())
+    changes = [{"tau": "0.38"}, {"tau": -1}, {"tau": None}, {"precision": 3}, {"fusion": "magic"}, {"x": 1}]
+    for text in ["{not json", "[0.38]", *(json.dumps(sound | change) for change in changes)]:
+        (tmp_path / "bad.json").write_text(text)
+        with pytest.raises(ConfigError, match="not a routing calibration"):
+            Calibration.load(tmp_path / "bad.json")
+    infinite = Calibration(math.inf, 0.99, 0.0, 0.0, 10, "hashing", 50)  # no margin reached the target
+    infinite.save(tmp_path / "inf.json")
+    assert Calibration.load(tmp_path / "inf.json") == infinite
 
 
 def test_the_shipped_calibration_matches_the_default_embedder():

@@ -80,9 +80,11 @@ def test_an_index_from_another_embedder_or_a_corrupt_file_is_not_loaded(tmp_path
     other = CountingEmbedder()
     other.name = "another-model"
     assert not SemanticLookasideBuffer(other).load(path)
+    assert path.exists()  # not corrupt, only not ours: left for the rebuild to overwrite
     path.write_bytes(path.read_bytes()[:100])
     fresh = SemanticLookasideBuffer(make_embedder("hashing"))
     assert not fresh.load(path) and len(fresh) == 0
+    assert not path.exists() and len(list(tmp_path.glob("index.npz.corrupt-*"))) == 1
 
 
 def test_ten_thousand_tools_fit_in_one_matrix():
@@ -107,3 +109,11 @@ def test_vectors_are_remembered_when_tools_come_and_go(tmp_path: Path):
     restarted.sync(["weather__forecast"], [TEXTS["weather__forecast"]])
     restarted.sync(list(TEXTS), list(TEXTS.values()))
     assert len(embedder.embedded) == 3 and restarted.embedded_last_sync == 0
+
+
+def test_an_index_that_cannot_be_written_is_a_warning(tmp_path: Path, caplog):  # type: ignore[no-untyped-def]
+    (tmp_path / "a-file").write_text("")
+    slb = SemanticLookasideBuffer(make_embedder("hashing"))
+    slb.sync(list(TEXTS), list(TEXTS.values()))
+    assert slb.save(tmp_path / "a-file" / "index.npz") is False
+    assert "could not write state file" in caplog.text
