@@ -22,7 +22,7 @@ from nexus_gateway.statefile import load_json
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
-INDEX_BATCH = 64
+INDEX_BATCH = 32
 """Tools embedded between two publications of a growing index (a cold start serves searches as it goes)."""
 LARGE_POOL = 256
 """Above FAISS_ABOVE tools, the dense and lexical top lists of this length are fused."""
