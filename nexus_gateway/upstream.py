@@ -125,6 +125,7 @@ class Upstream:
         backoff = self.settings.restart_backoff_initial
         while True:
             started = time.monotonic()
+            self._failed_lists = set()
             try:
                 await self._serve_one_connection()
                 error = "connection closed"
@@ -147,7 +148,6 @@ class Upstream:
         # (A timeout scope around entering the client alone would be exited before the client's
         # task group, which anyio forbids.)
         with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as start_scope:
-            self._failed_lists = set()
             watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
             callbacks = self.router.client_callbacks()
             async with Client(
@@ -182,7 +182,7 @@ class Upstream:
                 with anyio.fail_after(self.start_timeout):
                     await self._refresh(client)
             except (MCPError, TimeoutError) as exc:
-                logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc, self.spec))
+                logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc))
 
     def _open_transport(self) -> Any:
         spec = self.spec
@@ -360,7 +360,7 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]]) -> list[Any]:
     return items
 
 
-def _describe(exc: BaseException, spec: ServerSpec) -> str:
+def _describe(exc: BaseException, spec: ServerSpec | None = None) -> str:
     if isinstance(exc, TimeoutError):
         return "did not start in time"
     if isinstance(exc, BaseExceptionGroup):
