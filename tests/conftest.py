@@ -61,11 +61,12 @@ def make_config(tmp_path: Path, servers: dict[str, Any], **nexus: Any) -> Gatewa
 
 
 @asynccontextmanager
-async def running_gateway(config: GatewayConfig) -> AsyncIterator[tuple[Gateway, Client]]:
-    """The gateway with its real upstreams, and an MCP client talking to its front in memory."""
+async def running_gateway(config: GatewayConfig, *, era: str = "legacy") -> AsyncIterator[tuple[Gateway, Client]]:
+    """The gateway with its real upstreams, and an MCP client talking to its front in memory (`era`: the
+    client's mode, `legacy` for the handshake era or `auto` for the modern one)."""
     async with Gateway(config) as gateway:
         await gateway.wait_ready()
-        async with Client(build_server(gateway), mode="legacy", cache=None) as client:
+        async with Client(build_server(gateway), mode=era, cache=None) as client:  # type: ignore[arg-type]
             yield gateway, client
 
 

@@ -39,7 +39,7 @@ class HeldEmbedder:
                 self.free -= 1
             else:
                 self.held.set()
-                self.release.wait(30)
+                self.release.wait(90)
         return self.inner.embed_batch(texts)
 
 
@@ -48,14 +48,17 @@ async def _search(client: Client, query: str) -> tuple[str, dict]:  # type: igno
     return text_of(result), result.structured_content or {}
 
 
-async def test_a_slow_embedder_does_not_time_out_an_upstream_and_search_answers_while_it_indexes(tmp_path: Path):
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_a_slow_embedder_does_not_time_out_an_upstream_and_search_answers_while_it_indexes(
+    tmp_path: Path, era: str
+):
     embedder = HeldEmbedder()
-    # The embedder is held far longer than the start_timeout (until released, or 30 s).
-    config = make_config(tmp_path, {"one": faulty(start_timeout=10)}, mode="routed")
+    # The embedder is held far longer than the start_timeout (until released, or 90 s).
+    config = make_config(tmp_path, {"one": faulty(start_timeout=30)}, mode="routed")
     gateway = Gateway(config, retriever=HybridRetriever(embedder))
     try:
-        async with gateway, Client(build_server(gateway), mode="legacy", cache=None) as client:
-            with anyio.fail_after(30):  # before the fix, the upstream's start waited for the embedder, then timed out
+        async with gateway, Client(build_server(gateway), mode=era, cache=None) as client:  # type: ignore[arg-type]
+            with anyio.fail_after(60):  # before the fix, the upstream's start waited for the embedder, then timed out
                 await gateway.wait_ready()
             one = gateway.pool.get("one")
             assert one is not None and one.state is UpstreamState.HEALTHY and one.restarts == 0
@@ -84,7 +87,7 @@ async def test_search_finds_the_tools_indexed_so_far_and_the_log_shows_progress(
     caplog.set_level("INFO", logger="nexus_gateway")
     monkeypatch.setattr(hybrid, "INDEX_BATCH", 2)  # four tools: two batches, the second held
     embedder = HeldEmbedder(free=1)
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed")
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", start_timeout=60)
     gateway = Gateway(config, retriever=HybridRetriever(embedder))
     try:
         async with gateway, Client(build_server(gateway), mode="legacy", cache=None) as client:

@@ -31,6 +31,11 @@ def _unwritable(tmp_path: Path, where: str) -> Path:
     return Path("/proc/nexus-gateway-test/state")  # procfs: nothing can be created there
 
 
+def _config(tmp_path: Path, **nexus: Any) -> Any:
+    """Routed, the hashing embedder, and a start_timeout a loaded machine can meet."""
+    return make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing", start_timeout=60, **nexus)
+
+
 async def _serves_and_searches(gateway: Any, client: Client) -> None:
     one = gateway.pool.get("one")
     assert one.state is UpstreamState.HEALTHY and one.restarts == 0 and one.last_error is None
@@ -40,13 +45,13 @@ async def _serves_and_searches(gateway: Any, client: Client) -> None:
     assert found.structured_content["tools"][0]["name"] == "one__sleep"
 
 
-@pytest.mark.parametrize("where", ["under a regular file", "in /proc"])
+@pytest.mark.parametrize(("where", "era"), [("under a regular file", "legacy"), ("in /proc", "auto")])
 async def test_an_unwritable_state_directory_is_a_warning_and_the_upstream_stays_healthy(
-    tmp_path: Path, where: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, where: str, era: str, caplog: pytest.LogCaptureFixture
 ):
     state = _unwritable(tmp_path, where)
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing", state_dir=str(state))
-    async with running_gateway(config) as (gateway, client):
+    config = _config(tmp_path, state_dir=str(state))
+    async with running_gateway(config, era=era) as (gateway, client):
         await _serves_and_searches(gateway, client)
         with anyio.fail_after(10):
             while not gateway.indexer.current:
@@ -57,7 +62,8 @@ async def test_an_unwritable_state_directory_is_a_warning_and_the_upstream_stays
 
 
 async def test_a_stdio_gateway_with_its_state_in_proc_lists_and_calls(tmp_path: Path):
-    config = write_config(tmp_path, {"one": faulty()}, mode="passthrough", state_dir="/proc/nexus-gateway-test/state")
+    state = "/proc/nexus-gateway-test/state"
+    config = write_config(tmp_path, {"one": faulty()}, mode="passthrough", state_dir=state, start_timeout=60)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "nexus_gateway", "serve", "--config", str(config)]
     )
@@ -105,7 +111,7 @@ async def test_a_corrupt_index_is_moved_aside_and_rebuilt(tmp_path: Path, how: s
     state.mkdir()
     content = _corrupt_index(tmp_path, how)
     (state / INDEX).write_bytes(content)
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    config = _config(tmp_path)
     async with running_gateway(config) as (gateway, client):
         await _serves_and_searches(gateway, client)
     _assert_moved_aside(state, INDEX, content)
@@ -133,7 +139,7 @@ async def test_a_corrupt_calibration_is_moved_aside_and_the_gate_falls_back(tmp_
     state = tmp_path / "state"
     state.mkdir()
     (state / "calibration.json").write_bytes(content)
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    config = _config(tmp_path)
     async with running_gateway(config) as (gateway, client):
         await _serves_and_searches(gateway, client)
         # The shipped calibration is for another embedder: nothing is routed automatically, nothing breaks.
@@ -146,7 +152,7 @@ async def test_a_corrupt_description_ledger_is_moved_aside_and_rebuilt(tmp_path:
     state = tmp_path / "state"
     state.mkdir()
     (state / "descriptions.json").write_bytes(content)
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing")
+    config = _config(tmp_path)
     async with running_gateway(config) as (gateway, client):
         await _serves_and_searches(gateway, client)
     _assert_moved_aside(state, "descriptions.json", content)

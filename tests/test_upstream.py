@@ -83,12 +83,17 @@ async def test_no_child_process_is_left_after_shutdown(tmp_path: Path):
     assert [child for child in left if child.status() != psutil.STATUS_ZOMBIE] == []
 
 
-@pytest.mark.parametrize("method", ["resources/templates/list", "resources/list", "prompts/list"])
+@pytest.mark.parametrize(
+    ("method", "era"),
+    [("resources/templates/list", "legacy"), ("resources/templates/list", "auto"), ("resources/list", "auto"),
+     ("prompts/list", "legacy")],
+)  # fmt: skip
 async def test_an_optional_list_answering_method_not_found_leaves_the_upstream_healthy_with_its_tools(
-    tmp_path: Path, method: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, method: str, era: str, caplog: pytest.LogCaptureFixture
 ):
     servers = {"partial": faulty("--unsupported", method)}
-    async with running_gateway(make_config(tmp_path, servers, mode="passthrough")) as (gateway, client):
+    config = make_config(tmp_path, servers, mode="passthrough", start_timeout=60)  # a loaded machine starts slowly
+    async with running_gateway(config, era=era) as (gateway, client):
         partial = gateway.pool.get("partial")
         assert partial is not None and partial.state is UpstreamState.HEALTHY and partial.restarts == 0
         names = {tool.name for tool in (await client.list_tools()).tools}
