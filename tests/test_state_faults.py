@@ -1,5 +1,5 @@
 """Broken state never stops serving: an unwritable state directory only warns, and a corrupt state file
-(index, calibration, ledger) is moved aside to `<name>.corrupt-<time>` and rebuilt."""
+(index, calibration, pins) is moved aside to `<name>.corrupt-<time>` and rebuilt."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ async def test_an_unwritable_state_directory_is_a_warning_and_the_upstream_stays
         with anyio.fail_after(10):
             while not gateway.indexer.current:
                 await anyio.sleep(0.02)
-    assert f"could not write state file {state / 'descriptions.json'}" in caplog.text
+    assert f"could not write state file {state / 'pins.json'}" in caplog.text
     assert f"could not write state file {state / INDEX}" in caplog.text
     assert "command not found" not in caplog.text
 
@@ -147,13 +147,12 @@ async def test_a_corrupt_calibration_is_moved_aside_and_the_gate_falls_back(tmp_
     _assert_moved_aside(state, "calibration.json", content)
 
 
-@pytest.mark.parametrize("content", [b"[1, 2]", b'{"one__echo": 7}', b"\xff\xfe"], ids=["list", "not strings", "bytes"])
-async def test_a_corrupt_description_ledger_is_moved_aside_and_rebuilt(tmp_path: Path, content: bytes):
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"tools": 7}', b"\xff\xfe"], ids=["list", "bad", "bin"])
+async def test_a_corrupt_pin_store_is_moved_aside_and_rebuilt(tmp_path: Path, content: bytes):
     state = tmp_path / "state"
     state.mkdir()
-    (state / "descriptions.json").write_bytes(content)
-    config = _config(tmp_path)
-    async with running_gateway(config) as (gateway, client):
+    (state / "pins.json").write_bytes(content)
+    async with running_gateway(_config(tmp_path)) as (gateway, client):
         await _serves_and_searches(gateway, client)
-    _assert_moved_aside(state, "descriptions.json", content)
-    assert set(json.loads((state / "descriptions.json").read_text())) >= {"one__echo", "one__sleep"}
+    _assert_moved_aside(state, "pins.json", content)
+    assert set(json.loads((state / "pins.json").read_text())["tools"]["one"]) >= {"echo", "sleep"}
