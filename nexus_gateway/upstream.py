@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import anyio
@@ -151,6 +152,7 @@ class Upstream:
                 watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
             ) as client:
                 await self._refresh(client)
+                await self.router.connected(client.server_capabilities, partial(self._send_on, client))
                 start_scope.deadline = math.inf
                 self._client = client
                 self.state = UpstreamState.HEALTHY
@@ -215,6 +217,8 @@ class Upstream:
             self._relist.set()
         elif isinstance(message, types.ResourceUpdatedNotification):
             await self.router.resource_updated(str(message.params.uri))
+        elif isinstance(message, types.ElicitCompleteNotification):
+            await self.router.elicitation_complete(message.params)
 
     def _on_garbage(self, exc: Exception) -> None:
         self.garbage_lines += 1
@@ -313,6 +317,16 @@ class Upstream:
         """Forward a request whose answer is empty (resources/subscribe, logging/setLevel, ...)."""
         async with self._request(what, None) as client:
             await client.session.send_request(request, types.EmptyResult)
+
+    async def _send_on(self, client: Client, request: types.ClientRequest, what: str) -> None:
+        """`send` on a connection not yet reported healthy (what the hosts asked of it, again)."""
+        try:
+            with anyio.fail_after(self.call_timeout):
+                await client.session.send_request(request, types.EmptyResult)
+        except TimeoutError:
+            raise UpstreamTimeout(self.name, f"Upstream server {self.name!r} did not answer {what}.") from None
+        except MCPError as exc:
+            raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
 
     async def notify(self, notification: types.ClientNotification) -> None:
         if self._client is not None:

@@ -97,6 +97,9 @@ class Exchange:
         if self.ctx is not None:
             await self.ctx.session.report_progress(progress, total, message)
 
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        return None  # the 2026-07-28 era has no elicitation/complete: the host's next round gets the result
+
     # -- rounds --------------------------------------------------------------------------------
 
     async def run(self, work: Work) -> None:

@@ -39,7 +39,8 @@ def client_of(ctx: ServerRequestContext[Any]) -> Connection:
 
 
 NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True)
-"""The list_changed notifications the gateway sends (see `notify_changed`), hence advertises."""
+"""The list_changed notifications the gateway sends (see `notify_changed`), hence advertises (the modern
+era's capabilities follow from `subscriptions/listen`, which the gateway serves)."""
 
 
 class GatewayServer(Server[Any]):
@@ -132,6 +133,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
                     await client.send_prompt_list_changed()
             except Exception as exc:  # boundary: a gone client must not stop the others being told
                 logger.debug("could not notify a client of changed lists: %s", exc)
+        await forwarder.listeners.changed(changed)  # the modern era's listen streams
 
     gateway.on_change(notify_changed)
     if not gateway.settings.tracing:

@@ -10,7 +10,10 @@ Tools:
     elicit_form(message)     asks for a form elicitation (a "name" string), returns "action:name"
     elicit_url(url)          asks for a URL elicitation, returns the action
     roots()                  asks for roots/list, returns the URIs, one a line
-    touch(uri)               sends notifications/resources/updated for `uri`
+    touch(uri, always)       sends notifications/resources/updated for `uri` if it is subscribed (or `always`)
+    elicit_then_complete(url) asks for a URL elicitation (id "e-2"), then sends elicitation/complete for it
+    pid()                    the server's process id
+    grow()                   adds a tool `grown_N` and sends tools/list_changed; returns its name
 Resources: features://status (subscribable), template features://items/{name} (completions for name).
 Prompt: greet(name) (completions for name). The last logging/setLevel is readable as features://level.
 With --plain the server declares no logging, completions or resource subscriptions.
@@ -18,6 +21,7 @@ With --plain the server declares no logging, completions or resource subscriptio
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -51,7 +55,10 @@ TOOLS = [
     _tool("elicit_form", message="string"),
     _tool("elicit_url", url="string"),
     _tool("roots"),
-    _tool("touch", uri="string"),
+    _tool("touch", uri="string", always="boolean"),
+    _tool("elicit_then_complete", url="string"),
+    _tool("pid"),
+    _tool("grow"),
 ]
 
 
@@ -115,8 +122,23 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         listed = await session.send_request(types.ListRootsRequest(), types.ListRootsResult, metadata=related)
         return _text("\n".join(str(root.uri) for root in listed.roots))
     if name == "touch":
-        await session.send_resource_updated(args["uri"])
-        return _text("touched")
+        if args.get("always") or args["uri"] in state["subscribed"]:
+            await session.send_resource_updated(args["uri"])
+            return _text("touched")
+        return _text("not subscribed")
+    if name == "elicit_then_complete":
+        result = await session.elicit_url(
+            "Open this page", args.get("url", "https://example.com"), "e-2", ctx.request_id
+        )
+        await session.send_elicit_complete("e-2")
+        return _text(result.action)
+    if name == "grow":
+        grown = f"grown_{sum(tool.name.startswith('grown_') for tool in TOOLS) + 1}"
+        TOOLS.append(_tool(grown))
+        await session.send_tool_list_changed()
+        return _text(grown)
+    if name == "pid":
+        return _text(str(os.getpid()))
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"no tool {name}")], is_error=True)
 
 
