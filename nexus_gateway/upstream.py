@@ -296,13 +296,18 @@ class Upstream:
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        async with self._request(f"reading {uri!r}", None) as client:
+    async def read_resource(self, uri: str, *, link: HostLink | None = None) -> types.ReadResourceResult:
+        """Read a resource; what the upstream asks the host meanwhile goes to `link`, as for a call."""
+        deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
+        async with self.router.call(link, deadline), self._request(f"reading {uri!r}", None, deadline) as client:
             return await client.read_resource(uri)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        async with self._request(f"prompt {name!r}", None) as client:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, link: HostLink | None = None
+    ) -> types.GetPromptResult:
+        deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
+        async with self.router.call(link, deadline), self._request(f"prompt {name!r}", None, deadline) as client:
             return await client.get_prompt(name, arguments)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -106,6 +106,8 @@ class Exchange:
         try:
             with self.scope:
                 self.result = await work(self)
+        except MCPError as exc:  # a protocol error meant for the host (an unknown resource, ...)
+            self.result = exc
         except Exception as exc:  # boundary: the host gets an error, the gateway keeps serving
             logger.exception("a modern-era call failed")
             self.result = MCPError(code=types.INTERNAL_ERROR, message=f"The call failed: {exc}")

@@ -1,7 +1,8 @@
 """What the gateway carries between hosts and upstreams besides tools/list and the call itself.
 
-    tools/call              -> the host link of the call: progress, logs, sampling / elicitation / roots
-                               (handshake era: requests ride the host's request; 2026-07-28: `_exchange.py`)
+    tools/call,             -> the host link of the request: progress, logs, sampling / elicitation / roots
+    resources/read,            (handshake era: requests ride the host's request; 2026-07-28: `_exchange.py`)
+    prompts/get
     logging/setLevel        -> every upstream that logs (at the lowest level any host asked for);
                                each host gets messages at or above its own level, tagged `server/logger`
     completion/complete     -> the upstream of the prompt or resource template, names mapped back
@@ -250,10 +251,12 @@ class Forwarder:
                 self.listeners.close()
                 tasks.cancel_scope.cancel()
 
-    # -- tools/call ----------------------------------------------------------------------------
+    # -- tools/call, resources/read, prompts/get -----------------------------------------------
 
-    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn) -> Any:
-        """Run `call(link, meta)` with the host side of the call wired in, in the host's era."""
+    async def forward(
+        self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams, call: CallFn
+    ) -> Any:
+        """Run `call(link, meta)` with the host side of the request wired in, in the host's era."""
         meta = forwarded_meta(params.meta)
         host = self.hosts.seen(ctx)
         if host is not None:
@@ -261,7 +264,7 @@ class Forwarder:
         return await self._call_modern(ctx, params, call, meta)
 
     async def _call_modern(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn, meta: Any
+        self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams, call: CallFn, meta: Any
     ) -> Any:
         requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
         log_level = requested if isinstance(requested, str) and requested in LEVELS else OFF

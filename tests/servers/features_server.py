@@ -14,8 +14,9 @@ Tools:
     elicit_then_complete(url) asks for a URL elicitation (id "e-2"), then sends elicitation/complete for it
     pid()                    the server's process id
     grow()                   adds a tool `grown_N` and sends tools/list_changed; returns its name
-Resources: features://status (subscribable), template features://items/{name} (completions for name).
-Prompt: greet(name) (completions for name). The last logging/setLevel is readable as features://level.
+Resources: features://status (subscribable), template features://items/{name} (completions for name),
+features://sampled (reading it asks the client for sampling: "read?").
+Prompts: greet(name) (completions for name), sampled (getting it asks for sampling: "prompt?"). The last logging/setLevel is readable as features://level.
 With --plain the server declares no logging, completions or resource subscriptions.
 """
 
@@ -60,6 +61,14 @@ TOOLS = [
     _tool("pid"),
     _tool("grow"),
 ]
+
+
+async def _sample(ctx: ServerRequestContext[Any], prompt: str) -> str:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=[message], max_tokens=50))
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    reply = await ctx.session.send_request(request, types.CreateMessageResult, metadata=related)
+    return reply.content.text if isinstance(reply.content, types.TextContent) else str(reply.content)
 
 
 async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
@@ -146,6 +155,7 @@ async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.L
     resources = [
         types.Resource(uri="features://status", name="status"),
         types.Resource(uri="features://level", name="level"),
+        types.Resource(uri="features://sampled", name="sampled"),
     ]
     return types.ListResourcesResult(resources=resources)
 
@@ -158,6 +168,8 @@ async def list_templates(ctx: ServerRequestContext[Any], params: Any) -> types.L
 async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
     uri = str(params.uri)
     text = state["level"] if uri == "features://level" else f"contents of {uri}"
+    if uri == "features://sampled":
+        text = await _sample(ctx, "read?")
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text)])
 
 
@@ -174,10 +186,13 @@ async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeR
 
 async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
     prompt = types.Prompt(name="greet", arguments=[types.PromptArgument(name="name", required=True)])
-    return types.ListPromptsResult(prompts=[prompt])
+    return types.ListPromptsResult(prompts=[prompt, types.Prompt(name="sampled")])
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    if params.name == "sampled":
+        reply = types.TextContent(type="text", text=await _sample(ctx, "prompt?"))
+        return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=reply)])
     name = (params.arguments or {}).get("name", "you")
     message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=f"Hello, {name}!"))
     return types.GetPromptResult(messages=[message])
