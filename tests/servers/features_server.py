@@ -16,7 +16,8 @@ Tools:
     grow()                   adds a tool `grown_N` and sends tools/list_changed; returns its name
 Resources: features://status (subscribable), template features://items/{name} (completions for name),
 features://sampled (reading it asks the client for sampling: "read?").
-Prompts: greet(name) (completions for name), sampled (getting it asks for sampling: "prompt?"). The last logging/setLevel is readable as features://level.
+Prompts: greet(name) (completions for name), sampled (getting it asks for sampling: "prompt?").
+The last logging/setLevel is readable as features://level.
 With --plain the server declares no logging, completions or resource subscriptions.
 """
 
