@@ -235,9 +235,7 @@ class Forwarder:
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
         server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self.subscribe)
         server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self.unsubscribe)
-        server.add_request_handler(
-            "subscriptions/listen", types.SubscriptionsListenRequestParams, self.listeners.listen
-        )
+        server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, self.listen)
         server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, self.roots)
         server.middleware.append(self.capabilities)
 
@@ -326,6 +324,10 @@ class Forwarder:
         if host is not None:
             await self.hosts.unsubscribe(host, str(params.uri))
         return types.EmptyResult()
+
+    async def listen(self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams) -> Any:
+        await self.gateway.wait_ready()  # the URIs it names are known once the upstreams have listed them
+        return await self.listeners.listen(ctx, params)
 
     async def roots(self, ctx: ServerRequestContext[Any], params: types.NotificationParams) -> None:
         self.hosts.seen(ctx)
