@@ -4,6 +4,7 @@ upstream (tests/servers/features_server.py), with the official client in both pr
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -366,3 +367,52 @@ async def test_a_completed_url_elicitation_is_announced_to_the_host_it_went_to(f
                         await anyio.sleep(0.02)
     assert asker.asked == ["url https://example.com/pay"]
     assert completed(asker) == ["e-2"] and completed(bystander) == []
+
+
+async def restart_upstream(client: Client) -> None:
+    """Kill the features upstream's process and wait until the gateway has reconnected to a new one."""
+    pid = text_of(await client.call_tool("features__pid", {}))
+    os.kill(int(pid), signal.SIGKILL)
+    with anyio.fail_after(60):
+        while True:
+            result = await client.call_tool("features__pid", {})
+            if not result.is_error and text_of(result) != pid:
+                return
+            await anyio.sleep(0.05)
+
+
+async def level_of_upstream(client: Client) -> str:
+    contents = (await client.read_resource("features://level")).contents[0]
+    assert isinstance(contents, types.TextResourceContents)
+    return contents.text
+
+
+async def test_an_upstream_that_restarts_is_told_the_hosts_log_level_and_subscriptions_again(tmp_path: Path):
+    config = write_config(tmp_path, {"features": stdio_entry(FEATURES)}, mode="passthrough")
+    proc, url = start_gateway_http(config)
+    try:
+        with anyio.fail_after(150):
+            legacy = Host("legacy")
+            async with legacy.client(f"{url}/mcp", "legacy") as client:
+                await client.set_logging_level("warning")
+                await client.subscribe_resource("features://status")
+                await restart_upstream(client)
+                assert await level_of_upstream(client) == "warning"
+                assert text_of(await client.call_tool("features__touch", {"uri": "features://status"})) == "touched"
+                with anyio.fail_after(10):
+                    while not any(isinstance(n, types.ResourceUpdatedNotification) for n in legacy.notifications):
+                        await anyio.sleep(0.02)
+
+            modern = Client(f"{url}/mcp", mode="auto", cache=None, log_level="info")
+            async with modern as client, client.listen(resource_subscriptions=["features://status"]) as events:
+                await client.call_tool("features__log", {"level": "info", "text": "hello"})
+                assert await level_of_upstream(client) == "info"
+                await restart_upstream(client)
+                assert await level_of_upstream(client) == "info"
+                touched = await client.call_tool("features__touch", {"uri": "features://status"})
+                assert text_of(touched) == "touched"
+                with anyio.fail_after(10):
+                    assert await anext(events) == ResourceUpdated(uri="features://status")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
