@@ -215,7 +215,10 @@ class CallRouter:
         if link is None:
             logger.debug("%s completed elicitation %r, which no host was sent", self.server, params.elicitation_id)
             return
-        await link.elicitation_complete(params)
+        try:
+            await link.elicitation_complete(params)
+        except Exception as exc:  # boundary: a host that has gone must not break the upstream's session
+            logger.debug("could not tell a host that elicitation %r completed: %s", params.elicitation_id, exc)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         tag = f"{self.server}/{params.logger}" if params.logger else self.server
