@@ -412,16 +412,18 @@ class Gateway:
             raise NexusError(f"No upstream serves the resource {uri!r}.")
         return upstream
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+    async def read_resource(self, uri: str, *, link: HostLink | None = None) -> types.ReadResourceResult:
         upstream = await self._after_start(lambda: self._resource_upstream(uri))
-        return await upstream.read_resource(uri)
+        return await upstream.read_resource(uri, link=link)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         return [prompt | {"name": name} for name, (_, prompt) in self._prompts.items()]
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, link: HostLink | None = None
+    ) -> types.GetPromptResult:
         upstream, prompt = await self._after_start(lambda: self.prompt_upstream(name))
-        return await upstream.get_prompt(prompt, arguments)
+        return await upstream.get_prompt(prompt, arguments, link=link)
 
     def prompt_upstream(self, name: str) -> tuple[Upstream, str]:
         """The upstream that serves the exposed prompt `name`, and the prompt's name there."""

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import anyio
@@ -154,6 +155,7 @@ class Upstream:
                 watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
             ) as client:
                 await self._refresh(client)
+                await self.router.connected(client.server_capabilities, partial(self._send_on, client))
                 start_scope.deadline = math.inf
                 self._client = client
                 self.state = UpstreamState.HEALTHY
@@ -232,6 +234,8 @@ class Upstream:
             self._relist.set()
         elif isinstance(message, types.ResourceUpdatedNotification):
             await self.router.resource_updated(str(message.params.uri))
+        elif isinstance(message, types.ElicitCompleteNotification):
+            await self.router.elicitation_complete(message.params)
 
     def _on_garbage(self, exc: Exception) -> None:
         self.garbage_lines += 1
@@ -309,13 +313,18 @@ class Upstream:
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        async with self._request(f"reading {uri!r}", None) as client:
+    async def read_resource(self, uri: str, *, link: HostLink | None = None) -> types.ReadResourceResult:
+        """Read a resource; what the upstream asks the host meanwhile goes to `link`, as for a call."""
+        deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
+        async with self.router.call(link, deadline), self._request(f"reading {uri!r}", None, deadline) as client:
             return await client.read_resource(uri)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        async with self._request(f"prompt {name!r}", None) as client:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, link: HostLink | None = None
+    ) -> types.GetPromptResult:
+        deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
+        async with self.router.call(link, deadline), self._request(f"prompt {name!r}", None, deadline) as client:
             return await client.get_prompt(name, arguments)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -330,6 +339,16 @@ class Upstream:
         """Forward a request whose answer is empty (resources/subscribe, logging/setLevel, ...)."""
         async with self._request(what, None) as client:
             await client.session.send_request(request, types.EmptyResult)
+
+    async def _send_on(self, client: Client, request: types.ClientRequest, what: str) -> None:
+        """`send` on a connection not yet reported healthy (what the hosts asked of it, again)."""
+        try:
+            with anyio.fail_after(self.call_timeout):
+                await client.session.send_request(request, types.EmptyResult)
+        except TimeoutError:
+            raise UpstreamTimeout(self.name, f"Upstream server {self.name!r} did not answer {what}.") from None
+        except MCPError as exc:
+            raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
 
     async def notify(self, notification: types.ClientNotification) -> None:
         if self._client is not None:

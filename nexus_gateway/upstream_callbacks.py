@@ -16,7 +16,8 @@ that declared none of these, stay concurrent.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,6 +31,10 @@ from nexus_gateway._deadline import CallDeadline
 logger = logging.getLogger(__name__)
 
 HostAnswer = types.InputResponse | types.ErrorData
+_ELICITATIONS_KEPT = 256
+"""URL elicitations remembered per upstream until they complete (the oldest are forgotten first)."""
+Send = Callable[[types.ClientRequest, str], Awaitable[None]]
+"""Send a request whose answer is empty to an upstream (the string says what it is, for errors)."""
 
 
 class HostLink(Protocol):
@@ -51,6 +56,10 @@ class HostLink(Protocol):
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        """A URL elicitation this host was sent has completed (the upstream says so, maybe after the call)."""
+        ...
+
 
 class HostDirectory(Protocol):
     """The hosts connected to the gateway, for what an upstream sends outside any call."""
@@ -63,6 +72,11 @@ class HostDirectory(Protocol):
 
     async def resource_updated(self, server: str, uri: str) -> None: ...
 
+    async def upstream_connected(self, server: str, capabilities: types.ServerCapabilities, send: Send) -> None:
+        """`server` has (re)connected and is about to be reported healthy: tell it, with `send`, what the
+        hosts asked of it (log level, resource subscriptions)."""
+        ...
+
 
 class _NoHosts:
     def fallback(self) -> HostLink | None:
@@ -72,6 +86,9 @@ class _NoHosts:
         return None
 
     async def resource_updated(self, server: str, uri: str) -> None:
+        return None
+
+    async def upstream_connected(self, server: str, capabilities: types.ServerCapabilities, send: Send) -> None:
         return None
 
 
@@ -126,6 +143,7 @@ class CallRouter:
         self._switchboard = switchboard
         self._calls: list[InFlight] = []
         self._gate = _HostGate()
+        self._elicitations: OrderedDict[str, HostLink] = OrderedDict()
 
     @asynccontextmanager
     async def call(self, link: HostLink | None, deadline: CallDeadline) -> AsyncIterator[InFlight]:
@@ -172,6 +190,7 @@ class CallRouter:
         if askable:
             call = askable[-1]  # the gate makes every askable call one host's
             assert call.link is not None
+            self._note_elicitation(request, call.link)
             with call.deadline.paused():
                 return await call.link.request(request)
         link = self._switchboard.hosts.fallback()
@@ -180,7 +199,26 @@ class CallRouter:
                 code=types.INVALID_REQUEST,
                 message=f"No host connected to nexus-gateway can answer {request.method} from {self.server!r} now.",
             )
+        self._note_elicitation(request, link)
         return await link.request(request)
+
+    def _note_elicitation(self, request: types.InputRequest, link: HostLink) -> None:
+        """Remember which host a URL elicitation went to, for its `notifications/elicitation/complete`."""
+        params = request.params if isinstance(request, types.ElicitRequest) else None
+        if isinstance(params, types.ElicitRequestURLParams) and params.elicitation_id:
+            self._elicitations[params.elicitation_id] = link
+            while len(self._elicitations) > _ELICITATIONS_KEPT:
+                self._elicitations.popitem(last=False)
+
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        link = self._elicitations.pop(params.elicitation_id, None)
+        if link is None:
+            logger.debug("%s completed elicitation %r, which no host was sent", self.server, params.elicitation_id)
+            return
+        try:
+            await link.elicitation_complete(params)
+        except Exception as exc:  # boundary: a host that has gone must not break the upstream's session
+            logger.debug("could not tell a host that elicitation %r completed: %s", params.elicitation_id, exc)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         tag = f"{self.server}/{params.logger}" if params.logger else self.server
@@ -194,3 +232,6 @@ class CallRouter:
 
     async def resource_updated(self, uri: str) -> None:
         await self._switchboard.hosts.resource_updated(self.server, uri)
+
+    async def connected(self, capabilities: types.ServerCapabilities, send: Send) -> None:
+        await self._switchboard.hosts.upstream_connected(self.server, capabilities, send)

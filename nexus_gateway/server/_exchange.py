@@ -97,12 +97,17 @@ class Exchange:
         if self.ctx is not None:
             await self.ctx.session.report_progress(progress, total, message)
 
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        return None  # the 2026-07-28 era has no elicitation/complete: the host's next round gets the result
+
     # -- rounds --------------------------------------------------------------------------------
 
     async def run(self, work: Work) -> None:
         try:
             with self.scope:
                 self.result = await work(self)
+        except MCPError as exc:  # a protocol error meant for the host (an unknown resource, ...)
+            self.result = exc
         except Exception as exc:  # boundary: the host gets an error, the gateway keeps serving
             logger.exception("a modern-era call failed")
             self.result = MCPError(code=types.INTERNAL_ERROR, message=f"The call failed: {exc}")

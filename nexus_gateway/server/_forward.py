@@ -1,16 +1,20 @@
 """What the gateway carries between hosts and upstreams besides tools/list and the call itself.
 
-    tools/call              -> the host link of the call: progress, logs, sampling / elicitation / roots
-                               (handshake era: requests ride the host's request; 2026-07-28: `_exchange.py`)
+    tools/call,             -> the host link of the request: progress, logs, sampling / elicitation / roots
+    resources/read,            (handshake era: requests ride the host's request; 2026-07-28: `_exchange.py`)
+    prompts/get
     logging/setLevel        -> every upstream that logs (at the lowest level any host asked for);
                                each host gets messages at or above its own level, tagged `server/logger`
     completion/complete     -> the upstream of the prompt or resource template, names mapped back
     resources/(un)subscribe -> the upstream of the resource; notifications/resources/updated -> the
                                hosts that subscribed
+    subscriptions/listen    -> (2026-07-28) the gateway's list changes and the updates of the URIs the
+                               stream names (`_listen.py`)
     roots/list_changed      -> every upstream
 
 `Forwarder.install` registers these on the front's `Server`; `Hosts` is the `HostDirectory` the
-upstream pool uses for what arrives outside any call.
+upstream pool uses for what arrives outside any call. An upstream that reconnects gets the log level
+and the resource subscriptions the hosts asked for again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -35,15 +40,16 @@ from nexus_gateway.errors import NexusError, UpstreamError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._exchange import Exchanges
 from nexus_gateway.server._links import LEVELS, OFF, ConnectionLink, RequestLink, asks_host, log_allowed
+from nexus_gateway.server._listen import Listeners
 from nexus_gateway.upstream import Upstream
-from nexus_gateway.upstream_callbacks import HostLink
+from nexus_gateway.upstream_callbacks import HostLink, Send
 
 logger = logging.getLogger(__name__)
 
 _RESERVED_META = "io.modelcontextprotocol/"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Host:
     level: str | None = None
     subscriptions: set[str] = field(default_factory=set)
@@ -60,11 +66,15 @@ def forwarded_meta(meta: Any) -> dict[str, Any] | None:
 
 
 class Hosts:
-    """The handshake-era hosts connected to the gateway: their log levels and subscriptions."""
+    """The hosts connected to the gateway: their log levels and subscriptions (handshake-era hosts by
+    connection; modern-era listen streams while they are open)."""
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
         self._hosts: weakref.WeakKeyDictionary[Connection, _Host] = weakref.WeakKeyDictionary()
+        self._listeners: list[_Host] = []
+        self.events = InMemorySubscriptionBus()
+        """What modern-era listen streams hear: list changes and resource updates."""
         self._recent: weakref.ref[Connection] | None = None
         self._upstream_level: str | None = None
         self._modern_level: str | None = None
@@ -104,6 +114,31 @@ class Hosts:
         for connection, host in list(self._hosts.items()):
             if uri in host.subscriptions:
                 await connection.send_resource_updated(uri)
+        if any(uri in listener.subscriptions for listener in self._listeners):
+            await self.events.publish(ResourceUpdated(uri=uri))
+
+    async def upstream_connected(self, server: str, capabilities: types.ServerCapabilities, send: Send) -> None:
+        """Tell an upstream that (re)connected the log level and the subscriptions the hosts asked for."""
+        requests: list[tuple[types.ClientRequest, str]] = []
+        if self._upstream_level is not None and capabilities.logging is not None:
+            level = types.SetLevelRequestParams(level=self._upstream_level)  # type: ignore[arg-type]
+            requests.append((types.SetLevelRequest(params=level), "logging/setLevel"))
+        if capabilities.resources is not None and capabilities.resources.subscribe:
+            for uri in sorted({uri for host in self._all() for uri in host.subscriptions}):
+                if self._owner(uri) == server:
+                    subscribe = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+                    requests.append((subscribe, f"subscribing to {uri!r}"))
+        for request, what in requests:
+            try:
+                await send(request, what)
+            except NexusError as exc:
+                logger.warning("upstream %s: could not restore %s: %s", server, what, exc)
+
+    def _owner(self, uri: str) -> str | None:
+        try:
+            return self._gateway.resource_upstream(uri).name
+        except NexusError:
+            return None
 
     # -- logging -------------------------------------------------------------------------------
 
@@ -130,8 +165,23 @@ class Hosts:
 
     # -- subscriptions -------------------------------------------------------------------------
 
+    def _all(self) -> list[_Host]:
+        return [*self._hosts.values(), *self._listeners]
+
     def _subscribers(self, uri: str) -> int:
-        return sum(uri in host.subscriptions for host in self._hosts.values())
+        return sum(uri in host.subscriptions for host in self._all())
+
+    def listener(self) -> _Host:
+        """A modern-era listen stream, holding subscriptions until `release`."""
+        host = _Host()
+        self._listeners.append(host)
+        return host
+
+    async def release(self, host: _Host) -> None:
+        for uri in list(host.subscriptions):
+            await self._drop_subscription(host, uri)
+        if host in self._listeners:
+            self._listeners.remove(host)
 
     async def subscribe(self, host: _Host, uri: str) -> None:
         upstream = _subscribable(self._gateway, uri)
@@ -177,6 +227,7 @@ class Forwarder:
         self.hosts = existing if isinstance(existing, Hosts) else Hosts(gateway)
         gateway.pool.switchboard.hosts = self.hosts
         self.exchanges = Exchanges()
+        self.listeners = Listeners(self.hosts.events, self.hosts)
 
     def install(self, server: Server[Any]) -> None:
         server.lifespan = self.lifespan
@@ -184,6 +235,7 @@ class Forwarder:
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
         server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self.subscribe)
         server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self.unsubscribe)
+        server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, self.listen)
         server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, self.roots)
         server.middleware.append(self.capabilities)
 
@@ -191,13 +243,18 @@ class Forwarder:
     async def lifespan(self, server: Server[Any]) -> AsyncIterator[anyio.abc.TaskGroup]:
         """Modern-era calls that wait on their host outlive the request that started them: they run here."""
         async with anyio.create_task_group() as tasks:
-            yield tasks
-            tasks.cancel_scope.cancel()
+            try:
+                yield tasks
+            finally:
+                self.listeners.close()
+                tasks.cancel_scope.cancel()
 
-    # -- tools/call ----------------------------------------------------------------------------
+    # -- tools/call, resources/read, prompts/get -----------------------------------------------
 
-    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn) -> Any:
-        """Run `call(link, meta)` with the host side of the call wired in, in the host's era."""
+    async def forward(
+        self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams, call: CallFn
+    ) -> Any:
+        """Run `call(link, meta)` with the host side of the request wired in, in the host's era."""
         meta = forwarded_meta(params.meta)
         host = self.hosts.seen(ctx)
         if host is not None:
@@ -205,7 +262,7 @@ class Forwarder:
         return await self._call_modern(ctx, params, call, meta)
 
     async def _call_modern(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, call: CallFn, meta: Any
+        self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams, call: CallFn, meta: Any
     ) -> Any:
         requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
         log_level = requested if isinstance(requested, str) and requested in LEVELS else OFF
@@ -268,6 +325,10 @@ class Forwarder:
             await self.hosts.unsubscribe(host, str(params.uri))
         return types.EmptyResult()
 
+    async def listen(self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams) -> Any:
+        await self.gateway.wait_ready()  # the URIs it names are known once the upstreams have listed them
+        return await self.listeners.listen(ctx, params)
+
     async def roots(self, ctx: ServerRequestContext[Any], params: types.NotificationParams) -> None:
         self.hosts.seen(ctx)
         for upstream in self.gateway.pool.upstreams.values():
@@ -288,7 +349,7 @@ class Forwarder:
         capabilities = dict(result["capabilities"])
         capabilities["logging"] = {}
         capabilities["completions"] = {}
-        if ctx.method == "initialize" and isinstance(capabilities.get("resources"), dict):
+        if isinstance(capabilities.get("resources"), dict):  # the modern era: URIs named on a listen stream
             capabilities["resources"] = {**capabilities["resources"], "subscribe": True}
         return {**result, "capabilities": capabilities}
 

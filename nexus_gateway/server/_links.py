@@ -118,6 +118,10 @@ class RequestLink:
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._ctx.session.report_progress(progress, total, message)
 
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        # Not tied to the call: it may have ended (a related message would then be dropped on /mcp).
+        await self._ctx.session.send_notification(types.ElicitCompleteNotification(params=params))
+
 
 class ConnectionLink:
     """A connected host outside any call: requests ride its connection's own channel."""
@@ -148,3 +152,7 @@ class ConnectionLink:
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         return None
+
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        await self._connection.notify("notifications/elicitation/complete", dumped)

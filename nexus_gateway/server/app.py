@@ -39,7 +39,8 @@ def client_of(ctx: ServerRequestContext[Any]) -> Connection:
 
 
 NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True)
-"""The list_changed notifications the gateway sends (see `notify_changed`), hence advertises."""
+"""The list_changed notifications the gateway sends (see `notify_changed`), hence advertises (the modern
+era's capabilities follow from `subscriptions/listen`, which the gateway serves)."""
 
 
 class GatewayServer(Server[Any]):
@@ -78,7 +79,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         async def call(link: Any, meta: dict[str, Any] | None) -> Any:
             return await gateway.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
 
-        return complete(await forwarder.call_tool(ctx, params, call))
+        return complete(await forwarder.forward(ctx, params, call))
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
@@ -91,10 +92,13 @@ def build_server(gateway: Gateway) -> Server[Any]:
         return page_result("resourceTemplates", gateway.list_resource_templates(), params, page_size)
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
-        try:
-            return await gateway.read_resource(str(params.uri))
-        except NexusError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+        async def read(link: Any, meta: dict[str, Any] | None) -> Any:
+            try:
+                return await gateway.read_resource(str(params.uri), link=link)
+            except NexusError as exc:
+                raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+
+        return await forwarder.forward(ctx, params, read)
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
@@ -102,10 +106,13 @@ def build_server(gateway: Gateway) -> Server[Any]:
         return page_result("prompts", gateway.list_prompts(), params, page_size)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
-        try:
-            return await gateway.get_prompt(params.name, params.arguments)
-        except NexusError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+        async def get(link: Any, meta: dict[str, Any] | None) -> Any:
+            try:
+                return await gateway.get_prompt(params.name, params.arguments, link=link)
+            except NexusError as exc:
+                raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+
+        return await forwarder.forward(ctx, params, get)
 
     server = GatewayServer(
         "nexus-gateway",
@@ -132,6 +139,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
                     await client.send_prompt_list_changed()
             except Exception as exc:  # boundary: a gone client must not stop the others being told
                 logger.debug("could not notify a client of changed lists: %s", exc)
+        await forwarder.listeners.changed(changed)  # the modern era's listen streams
 
     gateway.on_change(notify_changed)
     if not gateway.settings.tracing:

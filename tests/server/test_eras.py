@@ -126,6 +126,6 @@ def capabilities_advertise_the_notifications_the_gateway_sends(client: Client, e
         capabilities.resources.list_changed,
         capabilities.prompts.list_changed,
     )
-    # The handshake era gets list_changed notifications on its session; the modern era gets them only on a
-    # subscriptions/listen stream, which the gateway does not serve, so it promises none there.
-    assert advertised == ((True, True, True) if era == "legacy" else (False, False, False))
+    # The handshake era gets list_changed notifications on its session; the modern era on a subscriptions/listen
+    # stream, which the gateway serves.
+    assert advertised == (True, True, True)

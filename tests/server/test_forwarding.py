@@ -1,9 +1,10 @@
 """What a faithful proxy carries besides the call itself: progress, logs, sampling, elicitation, roots,
-completions, subscriptions and cancellation, through real gateway processes (stdio and /mcp) to a real
+completions, subscriptions and cancellation, through real gateway processes (stdio, /mcp and /sse) to a real
 upstream (tests/servers/features_server.py), with the official client in both protocol eras."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 from nexus_gateway.config import load_config
@@ -35,7 +38,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def fronts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Where a host reaches the gateway: a stdio launch (passthrough) and /mcp of two HTTP gateways."""
+    """Where a host reaches the gateway: a stdio launch (passthrough), /mcp of two HTTP gateways and /sse of the
+    passthrough one."""
     tmp = tmp_path_factory.mktemp("forwarding")
     targets: dict[str, Any] = {}
     processes = []
@@ -48,6 +52,8 @@ def fronts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         proc, url = start_gateway_http(config)
         processes.append(proc)
         targets[f"http-{mode}"] = f"{url}/mcp"
+        if mode == "passthrough":
+            targets["sse"] = f"{url}/sse"
     yield targets
     for proc in processes:
         proc.send_signal(signal.SIGTERM)
@@ -58,6 +64,8 @@ def target_of(fronts: dict[str, Any], front: str) -> Any:
     if front == "stdio":
         args = ["-m", "nexus_gateway", "serve", "--config", str(fronts["stdio"])]
         return StdioServerParameters(command=sys.executable, args=args)
+    if front == "sse":
+        return sse_client(fronts["sse"])
     return fronts[front]
 
 
@@ -113,7 +121,7 @@ class Host:
 
 
 @pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("front", ["stdio", "http-passthrough", "http-routed"])
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough", "http-routed", "sse"])
 async def test_progress_logs_and_requests_for_input_reach_the_host_that_called(
     fronts: dict[str, Any], front: str, era: str
 ):
@@ -172,7 +180,7 @@ async def test_resource_updates_reach_the_subscribed_host_and_stop_after_unsubsc
             assert client.server_capabilities.resources.subscribe is True
             await client.subscribe_resource("features://status")
             await call(client, front, "touch", {"uri": "features://status"})
-            await call(client, front, "touch", {"uri": "features://other"})  # nobody subscribed to it
+            await call(client, front, "touch", {"uri": "features://other", "always": True})  # nobody subscribed
             if front.startswith("http"):
                 async with bystander.client(target_of(fronts, front), "legacy") as other:
                     await call(other, front, "touch", {"uri": "features://status"})
@@ -180,7 +188,8 @@ async def test_resource_updates_reach_the_subscribed_host_and_stop_after_unsubsc
                 while len(updates(subscriber)) < (2 if front.startswith("http") else 1):
                     await anyio.sleep(0.02)
             await client.unsubscribe_resource("features://status")
-            await call(client, front, "touch", {"uri": "features://status"})
+            assert text_of(await call(client, front, "touch", {"uri": "features://status"})) == "not subscribed"
+            await call(client, front, "touch", {"uri": "features://status", "always": True})
             await call(client, front, "cancelled", {})  # a round trip after the touch: its update would be here
     assert set(updates(subscriber)) == {"features://status"}
     assert len(updates(subscriber)) == (2 if front.startswith("http") else 1)
@@ -287,3 +296,121 @@ async def test_initialize_answers_before_upstreams_start_and_states_what_the_gat
     if era == "legacy":
         assert capabilities.resources is not None and capabilities.resources.subscribe is True
     assert completion.completion.values == []
+
+
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_a_listening_modern_host_hears_of_tool_list_changes_and_of_updates_to_its_resources(
+    fronts: dict[str, Any], front: str
+):
+    with anyio.fail_after(90):
+        async with Client(target_of(fronts, front), mode="auto", cache=None) as client:
+            capabilities = client.server_capabilities
+            assert capabilities.tools and capabilities.tools.list_changed
+            assert capabilities.resources and capabilities.resources.list_changed and capabilities.resources.subscribe
+            assert capabilities.prompts and capabilities.prompts.list_changed
+            wanted = ["features://status", "nowhere://at-all"]
+            async with client.listen(tools_list_changed=True, resource_subscriptions=wanted) as events:
+                assert events.honored.resource_subscriptions == ["features://status"]  # the other has no upstream
+                grown = text_of(await call(client, front, "grow", {}))
+                assert text_of(await call(client, front, "touch", {"uri": "features://status"})) == "touched"
+                heard: set[Any] = set()
+                async for event in events:
+                    heard.add(event)
+                    if heard == {ToolsListChanged(), ResourceUpdated(uri="features://status")}:
+                        break
+                assert f"features__{grown}" in {tool.name for tool in (await client.list_tools()).tools}
+            with anyio.fail_after(10):  # the stream has ended: the gateway lets the upstream subscription go
+                while text_of(await call(client, front, "touch", {"uri": "features://status"})) != "not subscribed":
+                    await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_requests_for_input_while_reading_a_resource_or_getting_a_prompt_reach_that_host(
+    fronts: dict[str, Any], front: str, era: str
+):
+    host = Host("reader")
+    with anyio.fail_after(90):
+        async with host.client(target_of(fronts, front), era) as client:
+            read = await client.read_resource("features://sampled")
+            prompt = await client.get_prompt("features__sampled")
+    assert read.contents[0].text == "reader answers read?"  # type: ignore[union-attr]
+    assert prompt.messages[0].content.text == "reader answers prompt?"  # type: ignore[union-attr]
+    assert host.asked == ["sampling", "sampling"]
+
+
+@pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
+async def test_a_completed_url_elicitation_is_announced_to_the_host_it_went_to(fronts: dict[str, Any], front: str):
+    """Handshake era only: 2026-07-28 has no notifications/elicitation/complete."""
+    asker, bystander = Host("asker"), Host("bystander")
+
+    def completed(host: Host) -> list[str]:
+        kind = types.ElicitCompleteNotification
+        return [n.params.elicitation_id for n in host.notifications if isinstance(n, kind)]
+
+    with anyio.fail_after(90):
+        async with asker.client(target_of(fronts, front), "legacy") as client:
+            if front.startswith("http"):
+                async with bystander.client(target_of(fronts, front), "legacy") as other:
+                    await other.list_tools()
+                    await call(client, front, "elicit_then_complete", {"url": "https://example.com/pay"})
+                    with anyio.fail_after(10):
+                        while not completed(asker):
+                            await anyio.sleep(0.02)
+                    await other.list_tools()  # a round trip: a notification sent to it would be here by now
+            else:
+                await call(client, front, "elicit_then_complete", {"url": "https://example.com/pay"})
+                with anyio.fail_after(10):
+                    while not completed(asker):
+                        await anyio.sleep(0.02)
+    assert asker.asked == ["url https://example.com/pay"]
+    assert completed(asker) == ["e-2"] and completed(bystander) == []
+
+
+async def restart_upstream(client: Client) -> None:
+    """Kill the features upstream's process and wait until the gateway has reconnected to a new one."""
+    pid = text_of(await client.call_tool("features__pid", {}))
+    os.kill(int(pid), signal.SIGKILL)
+    with anyio.fail_after(60):
+        while True:
+            result = await client.call_tool("features__pid", {})
+            if not result.is_error and text_of(result) != pid:
+                return
+            await anyio.sleep(0.05)
+
+
+async def level_of_upstream(client: Client) -> str:
+    contents = (await client.read_resource("features://level")).contents[0]
+    assert isinstance(contents, types.TextResourceContents)
+    return contents.text
+
+
+async def test_an_upstream_that_restarts_is_told_the_hosts_log_level_and_subscriptions_again(tmp_path: Path):
+    config = write_config(tmp_path, {"features": stdio_entry(FEATURES)}, mode="passthrough")
+    proc, url = start_gateway_http(config)
+    try:
+        with anyio.fail_after(150):
+            legacy = Host("legacy")
+            async with legacy.client(f"{url}/mcp", "legacy") as client:
+                await client.set_logging_level("warning")
+                await client.subscribe_resource("features://status")
+                await restart_upstream(client)
+                assert await level_of_upstream(client) == "warning"
+                assert text_of(await client.call_tool("features__touch", {"uri": "features://status"})) == "touched"
+                with anyio.fail_after(10):
+                    while not any(isinstance(n, types.ResourceUpdatedNotification) for n in legacy.notifications):
+                        await anyio.sleep(0.02)
+
+            modern = Client(f"{url}/mcp", mode="auto", cache=None, log_level="info")
+            async with modern as client, client.listen(resource_subscriptions=["features://status"]) as events:
+                await client.call_tool("features__log", {"level": "info", "text": "hello"})
+                assert await level_of_upstream(client) == "info"
+                await restart_upstream(client)
+                assert await level_of_upstream(client) == "info"
+                touched = await client.call_tool("features__touch", {"uri": "features://status"})
+                assert text_of(touched) == "touched"
+                with anyio.fail_after(10):
+                    assert await anext(events) == ResourceUpdated(uri="features://status")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)

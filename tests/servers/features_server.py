@@ -10,14 +10,20 @@ Tools:
     elicit_form(message)     asks for a form elicitation (a "name" string), returns "action:name"
     elicit_url(url)          asks for a URL elicitation, returns the action
     roots()                  asks for roots/list, returns the URIs, one a line
-    touch(uri)               sends notifications/resources/updated for `uri`
-Resources: features://status (subscribable), template features://items/{name} (completions for name).
-Prompt: greet(name) (completions for name). The last logging/setLevel is readable as features://level.
+    touch(uri, always)       sends notifications/resources/updated for `uri` if it is subscribed (or `always`)
+    elicit_then_complete(url) asks for a URL elicitation (id "e-2"), then sends elicitation/complete for it
+    pid()                    the server's process id
+    grow()                   adds a tool `grown_N` and sends tools/list_changed; returns its name
+Resources: features://status (subscribable), template features://items/{name} (completions for name),
+features://sampled (reading it asks the client for sampling: "read?").
+Prompts: greet(name) (completions for name), sampled (getting it asks for sampling: "prompt?").
+The last logging/setLevel is readable as features://level.
 With --plain the server declares no logging, completions or resource subscriptions.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -51,8 +57,19 @@ TOOLS = [
     _tool("elicit_form", message="string"),
     _tool("elicit_url", url="string"),
     _tool("roots"),
-    _tool("touch", uri="string"),
+    _tool("touch", uri="string", always="boolean"),
+    _tool("elicit_then_complete", url="string"),
+    _tool("pid"),
+    _tool("grow"),
 ]
+
+
+async def _sample(ctx: ServerRequestContext[Any], prompt: str) -> str:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=[message], max_tokens=50))
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    reply = await ctx.session.send_request(request, types.CreateMessageResult, metadata=related)
+    return reply.content.text if isinstance(reply.content, types.TextContent) else str(reply.content)
 
 
 async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
@@ -115,8 +132,23 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         listed = await session.send_request(types.ListRootsRequest(), types.ListRootsResult, metadata=related)
         return _text("\n".join(str(root.uri) for root in listed.roots))
     if name == "touch":
-        await session.send_resource_updated(args["uri"])
-        return _text("touched")
+        if args.get("always") or args["uri"] in state["subscribed"]:
+            await session.send_resource_updated(args["uri"])
+            return _text("touched")
+        return _text("not subscribed")
+    if name == "elicit_then_complete":
+        result = await session.elicit_url(
+            "Open this page", args.get("url", "https://example.com"), "e-2", ctx.request_id
+        )
+        await session.send_elicit_complete("e-2")
+        return _text(result.action)
+    if name == "grow":
+        grown = f"grown_{sum(tool.name.startswith('grown_') for tool in TOOLS) + 1}"
+        TOOLS.append(_tool(grown))
+        await session.send_tool_list_changed()
+        return _text(grown)
+    if name == "pid":
+        return _text(str(os.getpid()))
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"no tool {name}")], is_error=True)
 
 
@@ -124,6 +156,7 @@ async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.L
     resources = [
         types.Resource(uri="features://status", name="status"),
         types.Resource(uri="features://level", name="level"),
+        types.Resource(uri="features://sampled", name="sampled"),
     ]
     return types.ListResourcesResult(resources=resources)
 
@@ -136,6 +169,8 @@ async def list_templates(ctx: ServerRequestContext[Any], params: Any) -> types.L
 async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
     uri = str(params.uri)
     text = state["level"] if uri == "features://level" else f"contents of {uri}"
+    if uri == "features://sampled":
+        text = await _sample(ctx, "read?")
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text)])
 
 
@@ -152,10 +187,13 @@ async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeR
 
 async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
     prompt = types.Prompt(name="greet", arguments=[types.PromptArgument(name="name", required=True)])
-    return types.ListPromptsResult(prompts=[prompt])
+    return types.ListPromptsResult(prompts=[prompt, types.Prompt(name="sampled")])
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    if params.name == "sampled":
+        reply = types.TextContent(type="text", text=await _sample(ctx, "prompt?"))
+        return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=reply)])
     name = (params.arguments or {}).get("name", "you")
     message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=f"Hello, {name}!"))
     return types.GetPromptResult(messages=[message])
