@@ -124,6 +124,11 @@ class NexusSettings(BaseModel):
     call_timeout_max: float = Field(default=600.0, gt=0)
     """Hard limit in seconds on one call, however often the upstream reports progress."""
     start_timeout: float = Field(default=20.0, gt=0)
+    """Seconds an upstream gets to connect and list its tools, counted from its start slot; after a start
+    that timed out, the next attempt gets twice as long (up to four times)."""
+    max_concurrent_starts: int = Field(default=8, ge=1)
+    """Upstreams starting at once: dozens of `npx`/`uvx` servers starting together on a small machine each
+    take longer than alone, so they wait for a slot and their start clock runs from it."""
     restart_backoff_initial: float = Field(default=0.25, gt=0)
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)

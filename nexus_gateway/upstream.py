@@ -105,6 +105,11 @@ class Upstream:
         self._ready = anyio.Event()
         self._failed_lists: set[str] = set()
         """Optional lists (e.g. resources/templates/list) that failed on this connection, logged once."""
+        self.start_slots: anyio.Semaphore | None = None
+        """Shared by the pool: how many upstreams may be starting at once."""
+        self._healthy_at: float | None = None
+        self._start_timeouts = 0
+        """Consecutive starts that timed out: each doubles the next start's time (at most four times)."""
 
     @property
     def transport(self) -> str:
@@ -125,7 +130,7 @@ class Upstream:
         """Connect, serve, reconnect with backoff; runs until cancelled."""
         backoff = self.settings.restart_backoff_initial
         while True:
-            started = time.monotonic()
+            self._healthy_at = None
             self._failed_lists = set()
             try:
                 await self._serve_one_connection()
@@ -134,10 +139,11 @@ class Upstream:
                 raise
             except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
                 error = _describe(exc, self.spec)
+                self._start_timeouts = self._start_timeouts + 1 if isinstance(exc, TimeoutError) else 0
             self._mark_down(error)
             self._ready.set()
-            if time.monotonic() - started > _HEALTHY_RESET_AFTER:
-                backoff = self.settings.restart_backoff_initial
+            if self._healthy_at is not None and time.monotonic() - self._healthy_at > _HEALTHY_RESET_AFTER:
+                backoff = self.settings.restart_backoff_initial  # it served a while: not a crash loop
             logger.warning("upstream %s is unavailable (%s); reconnecting in %.2fs", self.name, error, backoff)
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, self.settings.restart_backoff_max)
@@ -145,10 +151,20 @@ class Upstream:
             self.state = UpstreamState.STARTING
 
     async def _serve_one_connection(self) -> None:
+        """One connection, from a start slot (held until the upstream is healthy or has failed) to its end."""
+        slot = _Slot(self.start_slots)
+        await slot.acquire()
+        try:
+            await self._connect_and_serve(slot)
+        finally:
+            slot.release()
+
+    async def _connect_and_serve(self, slot: _Slot) -> None:
         # One scope around the whole connection: its deadline bounds the start, then is lifted.
         # (A timeout scope around entering the client alone would be exited before the client's
         # task group, which anyio forbids.)
-        with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as start_scope:
+        timeout = self.start_timeout * 2 ** min(self._start_timeouts, 2)
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as start_scope:
             watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
             callbacks = self.router.client_callbacks()
             async with Client(
@@ -157,7 +173,10 @@ class Upstream:
                 await self._refresh(client)
                 await self.router.connected(client.server_capabilities, partial(self._send_on, client))
                 start_scope.deadline = math.inf
+                slot.release()
                 self._client = client
+                self._healthy_at = time.monotonic()
+                self._start_timeouts = 0
                 self.state = UpstreamState.HEALTHY
                 self.last_error = None
                 self._ready.set()
@@ -396,6 +415,24 @@ def _describe(exc: BaseException, spec: ServerSpec | None = None) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+class _Slot:
+    """A start slot of the pool's semaphore, released once (when the start ends, whichever way)."""
+
+    def __init__(self, semaphore: anyio.Semaphore | None) -> None:
+        self._semaphore = semaphore
+        self._held = False
+
+    async def acquire(self) -> None:
+        if self._semaphore is not None:
+            await self._semaphore.acquire()
+            self._held = True
+
+    def release(self) -> None:
+        if self._held and self._semaphore is not None:
+            self._held = False
+            self._semaphore.release()
+
+
 class UpstreamPool:
     """Every configured upstream, started concurrently and supervised until the pool closes."""
 
@@ -405,12 +442,15 @@ class UpstreamPool:
             name: Upstream(name, spec, config.nexus, on_listing, self.switchboard)
             for name, spec in config.enabled_servers.items()
         }
+        self._max_starts = config.nexus.max_concurrent_starts
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
         self._stack = AsyncExitStack()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        slots = anyio.Semaphore(self._max_starts)
         for upstream in self.upstreams.values():
+            upstream.start_slots = slots
             self._tg.start_soon(upstream.supervise, name=f"upstream:{upstream.name}")
         return self
 

@@ -1,5 +1,6 @@
 """Faults of real upstream processes: the gateway keeps answering and recovers."""
 
+import itertools
 import os
 import signal
 import time
@@ -10,7 +11,7 @@ import psutil
 import pytest
 
 from nexus_gateway.upstream import UpstreamState
-from tests.conftest import faulty, make_config, running_gateway, text_of
+from tests.conftest import ROOT, faulty, make_config, running_gateway, stdio_entry, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +128,33 @@ def test_a_missing_file_other_than_the_command_is_named_as_such():
     missing_state = FileNotFoundError(2, "No such file or directory", "/proc/nexus/descriptions.json")
     assert _describe(missing_state, spec) == "file not found: /proc/nexus/descriptions.json"
     assert _describe(FileNotFoundError(2, "No such file or directory", "uvx"), spec) == "command not found: uvx"
+
+
+async def test_a_start_that_timed_out_gets_twice_as_long_next_time(tmp_path: Path):
+    """A server slower to start than `start_timeout` (a cold `npx`, a loaded machine) is not killed and
+    relaunched at the same deadline forever: each timed-out attempt doubles the next one's time."""
+    slow = stdio_entry(str(ROOT / "tests" / "servers" / "library_server.py"), "--start-delay", "1.5")
+    config = make_config(tmp_path, {"slow": {**slow, "start_timeout": 1.0}}, mode="passthrough")
+    async with running_gateway(config) as (gateway, client):
+        slow_upstream = gateway.pool.get("slow")
+        assert slow_upstream is not None and slow_upstream.last_error == "did not start in time"
+        with anyio.fail_after(30):
+            while slow_upstream.state is not UpstreamState.HEALTHY:
+                await anyio.sleep(0.05)
+        assert slow_upstream.restarts >= 1
+        assert [tool.name for tool in (await client.list_tools()).tools]
+
+
+async def test_upstreams_wait_for_a_start_slot_and_their_clock_starts_there(tmp_path: Path):
+    """With one start slot, three servers start one after another (each sleeps 2 s before serving), and
+    the time the second and third wait for the slot does not count against their start timeout."""
+    script = str(ROOT / "tests" / "servers" / "library_server.py")
+    servers = {name: {**stdio_entry(script, "--start-delay", "2"), "start_timeout": 7} for name in "abc"}
+    config = make_config(tmp_path, servers, mode="passthrough", max_concurrent_starts=1)
+    async with running_gateway(config) as (gateway, _):
+        states = {status.name: (status.state, status.restarts) for status in gateway.pool.statuses()}
+        children = psutil.Process().children(recursive=True)
+        commands = [(p.create_time(), " ".join(p.cmdline())) for p in children]
+        started = sorted(at for at, line in commands if "library_server" in line and "_launch" not in line)
+    assert states == {name: (UpstreamState.HEALTHY, 0) for name in "abc"}
+    assert len(started) == 3 and all(later - earlier > 1.5 for earlier, later in itertools.pairwise(started))
