@@ -18,6 +18,7 @@ from typing import Any
 
 from nexus_gateway.naming import prefix_of, tool_name
 from nexus_gateway.pins import PinStore, Quarantine
+from nexus_gateway.signatures import signature
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,11 @@ class ToolRecord:
     @property
     def read_only(self) -> bool:
         return bool(self.annotations and self.annotations.get("readOnlyHint"))
+
+    @property
+    def signature(self) -> str:
+        """The compressed one-line signature (signatures.py), complete enough to call the tool."""
+        return signature(self.name, self.description, self.input_schema)
 
     def to_wire(self, *, name: str | None = None) -> dict[str, Any]:
         """The tool as an MCP Tool object under its namespaced name."""

@@ -17,6 +17,7 @@ round-trips); wrong values are a `ConfigError` naming the file, the server and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -341,3 +342,11 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         raise ConfigError(f"{file}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     config = parse_config(data, label=str(file), environ=environ, config_dir=file.resolve().parent)
     return GatewayConfig(path=file.resolve(), servers=config.servers, nexus=config.nexus, raw=config.raw)
+
+
+def default_state_dir(config: GatewayConfig) -> Path:
+    """Per-config state under the user's cache directory, unless `nexus.state_dir` says otherwise."""
+    if config.nexus.state_dir:
+        return Path(config.nexus.state_dir).expanduser()
+    key = hashlib.sha256(str(config.path or "<inline>").encode()).hexdigest()[:12]
+    return Path.home() / ".cache" / "nexus-gateway" / key

@@ -1,33 +1,29 @@
-"""The Gateway: catalog, retrieval and upstream calls behind one object every front-end talks to.
+"""The Gateway core: catalog, retrieval and upstream calls behind one object.
 
-    tools/list   -> meta-tools (+ pinned tools)         [routed]
-                 -> every upstream tool, namespaced      [passthrough]
-    search_tools -> Retriever -> signatures
-    call_tool    -> Catalog lookup -> validate arguments -> UpstreamPool -> result
-    run          -> route -> local model fills the arguments -> validate -> call (run_tool.py)
+    search  -> Retriever -> signatures, the first marked automatic when it clears the margin gate
+    resolve -> Catalog lookup (or why the tool is not there)
+    call    -> validate arguments -> UpstreamPool -> result
 
-Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream error) come back as
-`CallToolResult(is_error=True)` with a message a model can act on; nothing here raises for them.
+The tools a host sees (meta-tools in routed mode, `run`) are a layer above (meta/), which reaches the
+core through `GatewayCore` only. Failures raise domain errors (errors.py).
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as types
 
-from nexus_gateway import meta_tools
 from nexus_gateway.catalog import Catalog, ToolRecord
-from nexus_gateway.config import GatewayConfig
+from nexus_gateway.config import GatewayConfig, NexusSettings, default_state_dir
 from nexus_gateway.errors import (
     ArgumentsInvalid,
     NexusError,
@@ -40,11 +36,7 @@ from nexus_gateway.indexing import BackgroundIndexer
 from nexus_gateway.metrics import Metrics
 from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
-from nexus_gateway.routing.hybrid import build_retriever
 from nexus_gateway.routing.retriever import Retriever
-from nexus_gateway.run_tool import Runner
-from nexus_gateway.signatures import signature
-from nexus_gateway.statefile import default_state_dir
 from nexus_gateway.upstream import Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
@@ -54,6 +46,7 @@ logger = logging.getLogger(__name__)
 Changed = frozenset[Literal["tools", "resources", "prompts"]]
 """Which of the lists the gateway serves changed."""
 ChangeListener = Callable[[Changed], Awaitable[None]]
+Background = Callable[[], Coroutine[Any, Any, None]]
 T = TypeVar("T")
 PIN_POLL_SECONDS = 0.5
 """How often a running gateway looks whether the CLI approved a tool (one stat of pins.json)."""
@@ -71,8 +64,30 @@ class SearchResult:
     automatic: bool
 
 
-def error_result(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+class GatewayCore(Protocol):
+    """What the layer above (meta/: the tools a host sees) needs of the core, and all it may use."""
+
+    config: GatewayConfig
+    settings: NexusSettings
+    catalog: Catalog
+    metrics: Metrics
+
+    @property
+    def mode(self) -> Literal["passthrough", "routed"]: ...
+    def servers(self) -> list[str]: ...
+    async def search(self, query: str, k: int | None = None) -> list[SearchResult]: ...
+    def resolve(self, name: str) -> ToolRecord: ...
+    async def call_upstream(
+        self,
+        record: ToolRecord,
+        arguments: dict[str, Any],
+        *,
+        link: HostLink | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> ToolResult: ...
+    def index_lag(self) -> tuple[int, int] | None: ...
+    def start_soon(self, task: Background, *, name: str | None = None) -> None: ...
+    def on_close(self, closer: Background) -> None: ...
 
 
 class Gateway:
@@ -88,9 +103,11 @@ class Gateway:
         )  # fmt: skip
         prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
         self.catalog = Catalog(pins, prefixes=prefixes)
-        self.retriever: Retriever = retriever or build_retriever(
-            self.settings.embedder, state, method=self.settings.fusion
-        )
+        if retriever is None:
+            from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load only here
+
+            retriever = build_retriever(self.settings.embedder, state, method=self.settings.fusion)
+        self.retriever: Retriever = retriever
         self.pool = UpstreamPool(config, self._on_listing)
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
@@ -103,19 +120,19 @@ class Gateway:
         self._ready = False
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
-        self.runner = Runner(self)
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._closers: list[Background] = []
 
     async def __aenter__(self) -> Gateway:
         await self.pool.__aenter__()
         try:
-            await self.runner.__aenter__()
             self._tasks = anyio.create_task_group()
             await self._tasks.__aenter__()
         except BaseException:
             await self.pool.__aexit__(None, None, None)
             raise
-        self._tasks.start_soon(self._watch_pins)
-        self._tasks.start_soon(self.indexer.run, name="indexer")
+        self.start_soon(self._watch_pins)
+        self.start_soon(self.indexer.run, name="indexer")
         return self
 
     async def wait_ready(self) -> None:
@@ -126,11 +143,24 @@ class Gateway:
 
     async def __aexit__(self, *exc_info: object) -> None:
         try:
-            self._tasks.cancel_scope.cancel()
-            await self._tasks.__aexit__(None, None, None)
-            await self.runner.aclose()
+            tasks, self._tasks = self._tasks, None
+            if tasks is not None:
+                tasks.cancel_scope.cancel()  # background work not yet done is dropped
+                await tasks.__aexit__(None, None, None)
+            while self._closers:
+                await self._closers.pop()()
         finally:
             await self.pool.__aexit__(*exc_info)
+
+    def start_soon(self, task: Background, *, name: str | None = None) -> None:
+        """Run `task()` in the background; it is cancelled if still running when the gateway closes."""
+        if self._tasks is None:
+            raise RuntimeError("the gateway is not running (use `async with Gateway(...)`)")
+        self._tasks.start_soon(task, name=name)
+
+    def on_close(self, closer: Background) -> None:
+        """Await `closer()` when the gateway closes, after its background tasks and before its upstreams."""
+        self._closers.append(closer)
 
     async def _after_start(self, find: Callable[[], T]) -> T:
         """`find()`; when it finds nothing while upstreams are still starting, again once they have."""
@@ -205,12 +235,9 @@ class Gateway:
             return "passthrough" if len(self.catalog) <= self.settings.auto_threshold else "routed"
         return self.settings.mode
 
-    def list_tools(self) -> list[dict[str, Any]]:
-        if self.mode == "passthrough":
-            return [record.to_wire() for record in self.catalog]
-        servers = sorted(self.pool.upstreams)
-        pinned = [record.to_wire() for name in self.settings.pinned if (record := self.catalog.get(name))]
-        return meta_tools.definitions(len(self.catalog), servers, run=self.settings.run) + pinned
+    def servers(self) -> list[str]:
+        """The configured upstreams' names, sorted."""
+        return sorted(self.pool.upstreams)
 
     async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
@@ -223,8 +250,8 @@ class Gateway:
         for rank, hit in enumerate(hits[:want]):
             record = self.catalog.get(hit.name)
             if record is not None:
-                sig = signature(record.name, record.description, record.input_schema)
-                results.append(SearchResult(record.name, sig, round(hit.score, 4), automatic=automatic and rank == 0))
+                automatic_here = automatic and rank == 0
+                results.append(SearchResult(record.name, record.signature, round(hit.score, 4), automatic_here))
         return results
 
     def index_lag(self) -> tuple[int, int] | None:
@@ -244,31 +271,6 @@ class Gateway:
                 upstream.ensure_connected()  # raises UpstreamUnavailable with the reason
         hint = None if self.mode == "routed" else "tools/list gives the name of every tool served here."
         raise UnknownTool(name, self.catalog.close_matches(name), hint=hint)
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        *,
-        client: object = None,
-        link: HostLink | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> ToolResult:
-        """Serve a tools/call: a meta-tool or a namespaced upstream tool. `client` (any object that lives as
-        long as the client's connection) keys `run`'s engine session; `link` is the host side of the call
-        (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward."""
-        arguments = arguments or {}
-        try:
-            upstream_tool = self.mode == "passthrough" and name in self.catalog  # `prefix: ""` and a tool `run`
-            if name in meta_tools.NAMES and not upstream_tool:
-                validate_arguments(name, meta_tools.input_schema(name), arguments, key=f"meta-tool:{name}")
-            if name == meta_tools.RUN and not upstream_tool:
-                return await self.runner.run(arguments, client)
-            if name in meta_tools.NAMES and not upstream_tool:
-                return await self._call_meta(name, arguments, link, meta)
-            return await self.call_upstream(self.resolve(name), arguments, link=link, meta=meta)
-        except NexusError as exc:
-            return error_result(str(exc))
 
     async def call_upstream(
         self,
@@ -299,49 +301,6 @@ class Gateway:
             raise
         finally:
             self.metrics.observe_call(record.server, outcome, time.perf_counter() - started)
-
-    async def _call_meta(
-        self, name: str, arguments: dict[str, Any], link: HostLink | None, meta: dict[str, Any] | None
-    ) -> ToolResult:
-        if name == meta_tools.CALL_TOOL:
-            target = str(arguments.get("name", ""))
-            inner = arguments.get("arguments") or {}
-            if not isinstance(inner, dict):
-                return error_result("call_tool's 'arguments' must be an object of the tool's parameters.")
-            return await self.call_upstream(self.resolve(target), inner, link=link, meta=meta)
-        if name == meta_tools.SEARCH_TOOLS:
-            query = str(arguments.get("query", "")).strip()
-            if not query:
-                return error_result("search_tools needs a non-empty 'query': say what you want to do.")
-            k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
-            results = await self.search(query, k)
-            self.metrics.searches += 1
-            lines = [result.signature for result in results]
-            structured: dict[str, Any] = {"tools": [result.__dict__ for result in results]}
-            if lag := self.index_lag():  # a cold start: say how much of the catalog was searched
-                lines.append(f"(The tool index is still being built: {lag[0]} of {lag[1]} tools indexed so far. "
-                             "Search again in a few seconds to search them all.)")  # fmt: skip
-                structured["indexed"], structured["total"] = lag
-            lines = lines or [f"No tool matches {query!r}; try other words."]
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
-            )
-        if name == meta_tools.DESCRIBE_TOOL:
-            record = self.resolve(str(arguments.get("name", "")))
-            described = record.to_wire() | {"server": record.server, "signature": signature(
-                record.name, record.description, record.input_schema
-            )}  # fmt: skip
-            if record.quarantine is not None:
-                described["quarantine"] = record.quarantine.to_json()
-                described["warning"] = (
-                    f"{record.quarantine.why} This is the definition a person approved; the upstream's new one is "
-                    f"not shown until someone runs `nexus-gateway tools approve {record.name}`."
-                )
-            text = json.dumps(described, indent=2)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content=described
-            )
-        raise AssertionError(name)
 
     def quarantined(self) -> list[dict[str, Any]]:
         """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""

@@ -12,29 +12,17 @@ state directory. None of it is precious: all of it can be rebuilt from the upstr
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from nexus_gateway.config import GatewayConfig
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-def default_state_dir(config: GatewayConfig) -> Path:
-    """Per-config state under the user's cache directory, unless `nexus.state_dir` says otherwise."""
-    if config.nexus.state_dir:
-        return Path(config.nexus.state_dir).expanduser()
-    key = hashlib.sha256(str(config.path or "<inline>").encode()).hexdigest()[:12]
-    return Path.home() / ".cache" / "nexus-gateway" / key
 
 
 class StateInvalid(ValueError):

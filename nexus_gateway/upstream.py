@@ -27,11 +27,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from nexus_gateway._deadline import CallDeadline
+from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
 from nexus_gateway.environment import upstream_environment

@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server.app import build_server
 from tests.conftest import ROOT, cli, faulty, make_config, running_gateway, text_of, write_config
 
@@ -91,7 +92,7 @@ async def test_a_custom_prefix_names_the_tools_and_routes_their_calls(tmp_path: 
 async def test_a_call_to_a_prefixed_server_still_starting_says_it_is_starting(tmp_path: Path):
     config = make_config(tmp_path, {"slow": faulty("--hang-start", prefix="s_", start_timeout=30)}, mode="passthrough")
     async with Gateway(config) as gateway:
-        result = await gateway.call_tool("s_echo", {"text": "hi"})
+        result = await MetaTools.of(gateway).call_tool("s_echo", {"text": "hi"})
     assert result.is_error  # type: ignore[union-attr]
     assert "Upstream server 'slow' is starting" in text_of(result)
 

@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from nexus_gateway.meta.tools import MetaTools
 from tests.conftest import EXAMPLES, make_config, running_gateway, stdio_entry, text_of, write_config
 from tests.server.test_stdio import gateway_params
 
@@ -22,7 +23,7 @@ async def test_run_turned_off_is_not_listed_and_says_so(tmp_path: Path):
     async with running_gateway(config) as (gateway, client):
         assert "run" not in {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("run", {"request": "time in UTC"})
-    assert result.is_error and "turned off" in text_of(result) and gateway.runner._engine is None
+    assert result.is_error and "turned off" in text_of(result) and not MetaTools.of(gateway).engine_loaded
 
 
 async def test_run_over_stdio_answers_what_time_it_is_in_tokyo(tmp_path: Path):

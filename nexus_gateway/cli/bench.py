@@ -84,7 +84,7 @@ def run_(
 ) -> None:
     """Throughput and correctness of `run` with concurrent clients over streamable HTTP, against one client."""
     from nexus_gateway.bench.run import run
-    from nexus_gateway.cli.main import setup_logging
+    from nexus_gateway.cli._run import setup_logging
 
     setup_logging(log_level)
     result = run(clients, requests_per_client)

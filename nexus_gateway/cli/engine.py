@@ -64,7 +64,7 @@ def _user_errors(command: Callable[P, None]) -> Callable[P, None]:
 
 
 def _setup(log_level: str, config: Path | None, **overrides: Any) -> tuple[EngineSettings, Path, GatewayConfig | None]:
-    from nexus_gateway.cli.main import load, setup_logging
+    from nexus_gateway.cli._run import load, setup_logging
     from nexus_gateway.engine.settings import compiled_root, engine_settings
 
     setup_logging(log_level)
@@ -75,7 +75,7 @@ def _setup(log_level: str, config: Path | None, **overrides: Any) -> tuple[Engin
 
 
 def _on_engine(settings: EngineSettings, root: Path, job: Callable[[Runtime], T]) -> T:
-    from nexus_gateway.cli.main import run_async
+    from nexus_gateway.cli._run import run_async
     from nexus_gateway.engine.worker import LocalEngine
 
     async def main() -> T:
@@ -152,7 +152,7 @@ def compile_command(
 
 
 def _upstream_records(cfg: GatewayConfig) -> list[Any]:
-    from nexus_gateway.cli.main import run_async
+    from nexus_gateway.cli._run import run_async
     from nexus_gateway.gateway import Gateway
 
     async def main() -> list[Any]:

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from nexus_gateway.config import load_config
+from nexus_gateway.cli._run import fail
+from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.errors import NexusError
 from nexus_gateway.pins import PinStore
-from nexus_gateway.statefile import default_state_dir
 
 out = Console()
-err = Console(stderr=True)
 
 ConfigOption = Annotated[
     Path,
@@ -37,13 +36,8 @@ def _store(config: Path) -> PinStore:
     try:
         cfg = load_config(config)
     except NexusError as exc:
-        _fail(exc)
+        fail(exc)
     return PinStore(default_state_dir(cfg) / "pins.json")
-
-
-def _fail(exc: NexusError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-    raise typer.Exit(2)
 
 
 def diff(
@@ -57,7 +51,7 @@ def diff(
         unknown = sorted(set(names) - {quarantine.name for quarantine in quarantined})
         if unknown:
             listed = ", ".join(quarantine.name for quarantine in quarantined) or "none"
-            _fail(NexusError(f"not quarantined: {', '.join(unknown)} (quarantined now: {listed})"))
+            fail(NexusError(f"not quarantined: {', '.join(unknown)} (quarantined now: {listed})"))
         quarantined = [quarantine for quarantine in quarantined if quarantine.name in names]
     if as_json:
         print(json.dumps([q.to_json() | {"diff": q.diff()} for q in quarantined], indent=2))
@@ -82,11 +76,11 @@ def approve(
 ) -> None:
     """Pin the definition a quarantined tool has now, so the host sees it (review it first with `tools diff`)."""
     if not (names or servers or every):
-        _fail(NexusError("say what to approve: tool names, --server NAME or --all"))
+        fail(NexusError("say what to approve: tool names, --server NAME or --all"))
     try:
         approved = _store(config).approve(names or (), servers=servers or (), every=every)
     except NexusError as exc:
-        _fail(exc)
+        fail(exc)
     if not approved:
         out.print("Nothing to approve: no tool matched is quarantined.")
         return

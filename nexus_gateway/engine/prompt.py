@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.signatures import signature
 
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
 
@@ -75,4 +74,4 @@ def tool_text(record: ToolRecord) -> str:
 
 def signature_text(record: ToolRecord) -> str:
     """The compressed one-line signature in the same slot (the cheaper alternative to the full schema)."""
-    return "Tool: " + signature(record.name, record.description, record.input_schema) + "\n"
+    return "Tool: " + record.signature + "\n"

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nexus_gateway.config import GatewayConfig
+from nexus_gateway.config import GatewayConfig, default_state_dir
 from nexus_gateway.errors import ConfigError
 
 
@@ -59,7 +59,5 @@ def compiled_root(settings: EngineSettings, config: GatewayConfig | None = None)
     if settings.compiled_dir:
         return Path(settings.compiled_dir).expanduser()
     if config is not None:
-        from nexus_gateway.gateway import default_state_dir
-
         return default_state_dir(config) / "compiled_schemas"
     return Path.home() / ".cache" / "nexus-gateway" / "compiled_schemas"

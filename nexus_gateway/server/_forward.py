@@ -36,6 +36,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from nexus_gateway._sdk import client_connection
 from nexus_gateway.errors import NexusError, UpstreamError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._exchange import Exchanges
@@ -83,7 +84,7 @@ class Hosts:
         """Note the host of a request; None on the modern era (each request stands alone there)."""
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
-        connection = ctx.session._connection  # lives as long as the client (the SDK has no accessor yet)
+        connection = client_connection(ctx)  # lives as long as the client
         host = self._hosts.get(connection)
         if host is None:
             host = self._hosts[connection] = _Host()

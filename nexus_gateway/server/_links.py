@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
+from nexus_gateway._sdk import client_connection
 from nexus_gateway.upstream_callbacks import HostAnswer
 
 LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)
@@ -94,7 +95,7 @@ class RequestLink:
 
     @property
     def key(self) -> object:
-        return self._ctx.session._connection  # the client's connection: it lives as long as the client
+        return client_connection(self._ctx)  # the client's connection: it lives as long as the client
 
     @property
     def asks_host(self) -> bool:

@@ -1,4 +1,4 @@
-"""The protocol kernel: one low-level MCP `Server` whose handlers all call the Gateway.
+"""The protocol kernel: one low-level MCP `Server` whose handlers call the Gateway (tools through meta/).
 
 Transports (stdio.py, http.py) are siblings that run this server; none of them knows about tools.
 """
@@ -17,8 +17,10 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from nexus_gateway import __version__
+from nexus_gateway._sdk import client_connection as client_of
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
+from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result
 from nexus_gateway.server._results import CACHE_HINTS, complete
@@ -30,12 +32,6 @@ INSTRUCTIONS = (
     "then call_tool with the name and arguments of the tool you chose; describe_tool shows a full schema; "
     "run does a plain request in one step."
 )
-
-
-def client_of(ctx: ServerRequestContext[Any]) -> Connection:
-    """The client's connection: it lives as long as the client does. (The SDK builds a new `ctx.session`
-    for every request, so that cannot key anything per client; it has no public accessor for this yet.)"""
-    return ctx.session._connection
 
 
 NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True)
@@ -60,6 +56,7 @@ class GatewayServer(Server[Any]):
 
 def build_server(gateway: Gateway) -> Server[Any]:
     clients: weakref.WeakSet[Connection] = weakref.WeakSet()
+    tools = MetaTools.of(gateway)
     page_size = gateway.settings.list_page_size
     forwarder = Forwarder(gateway)
 
@@ -69,7 +66,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        return page_result("tools", gateway.list_tools(), params, page_size)
+        return page_result("tools", tools.list_tools(), params, page_size)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
@@ -77,7 +74,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         client = client_of(ctx)
 
         async def call(link: Any, meta: dict[str, Any] | None) -> Any:
-            return await gateway.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
+            return await tools.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
 
         return complete(await forwarder.forward(ctx, params, call))
 

@@ -1,15 +1,16 @@
 """The `run` meta-tool: route the request, generate the arguments, validate, call (or propose) the tool.
 
-    request -> Gateway.search -> margin gate -> tool -> ArgumentGenerator (the client's own engine
-            session) -> jsonschema -> call_upstream
+    request -> GatewayCore.search -> margin gate -> tool -> ArgumentGenerator (the client's own engine
+            session) -> jsonschema -> GatewayCore.call_upstream
 
 Below the margin gate, the best few tools are re-ranked by whether the request can fill them
 (generation/grounding.py): in retrieval order, the first whose required arguments come from the request
 and validate is taken. When none can be filled, the candidates come back instead of a guess.
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
-proposed call comes back for the host to confirm with `call_tool`. The engine starts on the first `run`,
-so `search_tools` and `call_tool` never wait for the model.
+proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
+imported on the first `run` (tools.py), and the engine starts then, so `search_tools` and `call_tool` never
+wait for the model.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import logging
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
-import anyio.abc
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
@@ -31,14 +31,12 @@ from nexus_gateway.engine import Session
 from nexus_gateway.engine.settings import compiled_root, engine_settings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
+from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.sessions import SessionPool
 
 logger = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from nexus_gateway.gateway import Gateway, SearchResult, ToolResult
 
 RERANK_CANDIDATES = 3
 """Below the margin gate, this many of the best tools are checked for whether the request fills them."""
@@ -74,7 +72,7 @@ class Candidate:
 
 
 class Runner:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayCore) -> None:
         self.gateway = gateway
         self.settings = gateway.settings
         self._engine: LocalEngine | None = None
@@ -83,13 +81,10 @@ class Runner:
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
-        self._background: anyio.abc.TaskGroup | None = None
 
-    async def __aenter__(self) -> Runner:
-        """Open the task group that decodes sessions' turns after the answers have gone out."""
-        self._background = anyio.create_task_group()
-        await self._background.__aenter__()
-        return self
+    @property
+    def engine_loaded(self) -> bool:
+        return self._engine is not None
 
     async def _start(self) -> tuple[ArgumentGenerator, SessionPool]:
         async with self._starting:
@@ -104,17 +99,14 @@ class Runner:
             return self._generator, self._pool
 
     async def aclose(self) -> None:
-        background, self._background = self._background, None
-        if background is not None:
-            background.cancel_scope.cancel()  # turns not yet decoded are dropped with the engine
-            await background.__aexit__(None, None, None)
+        """Close the engine (the gateway has cancelled the background turns first: they are dropped)."""
         if self._engine is not None:
             engine, self._engine, self._generator, self._pool = self._engine, None, None, None
             await engine.__aexit__(None, None, None)
 
     def _settle_later(self, pool: SessionPool, key: Hashable) -> None:
-        if self._background is not None:
-            self._background.start_soon(self._settle, pool, key)
+        """Decode the session's new turn in the background, after the answer has gone out."""
+        self.gateway.start_soon(lambda: self._settle(pool, key))
 
     @staticmethod
     async def _settle(pool: SessionPool, key: Hashable) -> None:
@@ -132,8 +124,6 @@ class Runner:
             return ("id", id(client))
 
     async def run(self, arguments: dict[str, Any], client: object | None = None) -> ToolResult:
-        if not self.settings.run:
-            raise NexusError("run is turned off here (nexus.run is false): use search_tools, then call_tool.")
         request = str(arguments.get("request", "")).strip()
         if not request:
             raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")

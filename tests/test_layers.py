@@ -1,0 +1,148 @@
+"""The package's dependencies point one way (docs/architecture.md), and the gateway core loads no model.
+
+The import graph is read from the source (every `import`, at module level or inside a function); imports under
+`if TYPE_CHECKING:` count for the layers (a type is a dependency too) but not for cycles (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "nexus_gateway"
+
+LAYERS: list[tuple[str, ...]] = [
+    ("cli", "bench", "evals", "preflight", "__main__"),
+    ("server",),
+    ("meta",),
+    ("gateway",),
+    ("generation",),
+    ("routing",),
+    ("engine", "upstream"),
+]
+"""Top to bottom: a module may import its own layer and the ones below, never one above. A module named in no
+layer (errors, config, catalog, signatures, ...) is the foundation: it imports only the foundation. `preflight` checks a
+config against the layers below (embedder, engine settings) for the CLI, so it sits with the CLI."""
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str) -> Iterator[tuple[str, bool]]:
+    """(imported module of the package, whether the import runs) for every import in module `name`."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def walk(node: ast.AST, runs: bool) -> Iterator[tuple[str, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                for part in child.body:
+                    yield from walk_one(part, False)
+                for part in child.orelse:
+                    yield from walk_one(part, runs)
+            else:
+                yield from walk_one(child, runs)
+
+    def walk_one(node: ast.AST, runs: bool) -> Iterator[tuple[str, bool]]:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, runs
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
+                )
+            for alias in node.names:
+                yield (f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base), runs
+        else:
+            yield from walk(node, runs)
+
+    for target, runs in walk(tree, True):
+        if target in MODULES and target not in ("nexus_gateway", name):
+            yield target, runs
+
+
+def layer_of(name: str) -> int:
+    """0 for the foundation, higher for higher layers."""
+    first = name.split(".")[1] if "." in name else ""
+    for rank, names in enumerate(LAYERS):
+        if first in names:
+            return len(LAYERS) - rank
+    return 0
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = sorted(
+        {
+            f"{name} -> {target}"
+            for name in MODULES
+            for target, _ in imports_of(name)
+            if layer_of(target) > layer_of(name)
+        }
+    )
+    assert upward == []
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)) is not None:
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    graph = {name: {target for target, runs in imports_of(name) if runs} for name in MODULES}
+    assert find_cycle(graph) is None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+
+
+@pytest.mark.parametrize(
+    ("module", "absent"),
+    [
+        ("nexus_gateway.gateway", ["llama_cpp", "nexus_gateway.engine", "nexus_gateway.generation"]),
+        ("nexus_gateway.server.app", ["llama_cpp", "numpy", "onnxruntime", "nexus_gateway.meta.run"]),
+    ],
+)
+def test_importing_the_front_loads_no_model_and_no_numpy(module: str, absent: list[str]):
+    """`run` is the only user of the engine, and routing is the only user of numpy: neither is loaded before
+    it is needed (a passthrough gateway never needs them)."""
+    code = f"import sys, {module}; print(','.join(m for m in {absent!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == ""
