@@ -240,9 +240,6 @@ class Catalog:
         ]
         return [server for _, server in sorted(matches, key=lambda match: -match[0])]
 
-    def drop_server(self, server: str) -> CatalogDiff:
-        return self.replace_server(server, [])
-
     def get(self, name: str) -> ToolRecord | None:
         return self._by_name.get(name)
 
@@ -255,9 +252,6 @@ class Catalog:
         shown = [(record.quarantine, False) for record in self if record.quarantine is not None]
         hidden = [(quarantine, True) for tools in self._awaiting.values() for quarantine in tools.values()]
         return sorted(shown + hidden, key=lambda item: item[0].name)
-
-    def server_tools(self, server: str) -> list[ToolRecord]:
-        return [self._by_name[name] for name in self._by_server.get(server, [])]
 
     def close_matches(self, name: str, limit: int = 3) -> list[str]:
         return difflib.get_close_matches(name, self._by_name.keys(), n=limit, cutoff=0.6)

@@ -33,7 +33,10 @@ from nexus_gateway._dotenv import parse_env_file
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.variables import Variables, host_variables
 
-Mode = Literal["passthrough", "routed", "auto"]
+ServeMode = Literal["passthrough", "routed", "auto"]
+"""Which tools a host is shown: every upstream tool, the meta-tools, or by catalog size."""
+ToolForm = Literal["signature", "splice", "prefill"]
+"""How `run` shows the chosen tool to the local model: its signature, its compiled block, or its schema text."""
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -109,7 +112,7 @@ class NexusSettings(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    mode: Mode = "auto"
+    mode: ServeMode = "auto"
     auto_threshold: int = Field(default=40, ge=0)
     """In `auto` mode, serve every tool directly up to this many tools, meta-tools above it."""
     pinned: list[str] = Field(default_factory=list)
@@ -118,7 +121,7 @@ class NexusSettings(BaseModel):
     """Tools `run` calls without asking, besides those annotated `readOnlyHint` (namespaced names)."""
     run: bool = True
     """Serve the `run` meta-tool (its local model loads on the first call); false turns it off."""
-    run_mode: Literal["signature", "splice", "prefill"] = "signature"
+    run_mode: ToolForm = "signature"
     """How `run` shows the chosen tool to the local model."""
     call_timeout: float = Field(default=30.0, gt=0)
     """Seconds a call may go without an answer or a progress notification (progress restarts it)."""

@@ -36,6 +36,7 @@ from nexus_gateway.indexing import BackgroundIndexer
 from nexus_gateway.metrics import Metrics
 from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
+from nexus_gateway.routing import gate
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.upstream import Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
@@ -192,8 +193,12 @@ class Gateway:
                 self.indexer.request()  # in the background: never inside the upstream's start
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
-                upstream.name, len(diff.added), len(diff.removed), len(diff.changed), len(self.catalog),
-            )  # fmt: skip
+                upstream.name,
+                len(diff.added),
+                len(diff.removed),
+                len(diff.changed),
+                len(self.catalog),
+            )
         self._index_resources()
         mode = self.mode
         changed: set[Literal["tools", "resources", "prompts"]] = set()
@@ -244,8 +249,7 @@ class Gateway:
         want = k or self.settings.search_k
         await self.indexer.settle(SEARCH_WAITS_FOR_INDEX)
         hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
-        tau = self.retriever.tau
-        automatic = bool(hits) and (len(hits) == 1 or hits[0].score - hits[1].score >= tau)
+        automatic = gate.decide([hit.score for hit in hits], self.retriever.tau)
         results = []
         for rank, hit in enumerate(hits[:want]):
             record = self.catalog.get(hit.name)

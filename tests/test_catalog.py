@@ -42,7 +42,7 @@ def test_a_name_collision_keeps_the_server_earlier_in_the_config_whichever_lists
     diff = catalog.replace_server("a", [tool("search")])
     assert diff.added == ("search",) and catalog.get("search").server == "a"  # type: ignore[union-attr]
     assert [(c.name, c.server, c.tool, c.owner) for c in catalog.collisions] == [("search", "b", "search", "a")]
-    assert [record.name for record in catalog.server_tools("b")] == ["only_b"]
+    assert [record.name for record in catalog if record.server == "b"] == ["only_b"]
     catalog.replace_server("b", [tool("search"), tool("only_b")])  # b re-listing does not take it back
     assert catalog.get("search").server == "a"  # type: ignore[union-attr]
     catalog.replace_server("a", [])  # the name is free: b's tool comes back

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine.compiler import records_from_tools_json
+from nexus_gateway.engine import Turn
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import ConfigError
+from nexus_gateway.evals import dataset
 
 DEV_SET = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dev" / "sealtools"
 
@@ -28,19 +29,16 @@ def load_cases(tools: Path, cases: Path, *, count: int, offset: int = 0) -> list
     """One case per distinct tool, in file order, `count` of them after skipping `offset` tools."""
     if not tools.is_file() or not cases.is_file():
         raise ConfigError(f"benchmark data not found: {tools} and {cases} (pass --tools and --cases)")
-    records = {record.name: record for record in records_from_tools_json(tools)}
+    records = dataset.tool_records(dataset.load_tools(tools), namespaced=True)
     chosen: list[BenchCase] = []
     seen: set[str] = set()
-    for line in cases.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        case = json.loads(line)
-        record = records.get(case.get("tool", ""))
+    for case in dataset.load_cases(cases):
+        record = records.get(case.tool)
         if record is None or record.name in seen:
             continue
         seen.add(record.name)
-        arguments = {key: values[0] for key, values in (case.get("arguments") or {}).items() if values}
-        chosen.append(BenchCase(str(case["id"]), str(case["query"]), record, json.dumps(arguments)))
+        arguments = {key: values[0] for key, values in (case.arguments or {}).items() if values}
+        chosen.append(BenchCase(case.id, case.query, record, json.dumps(arguments)))
     selected = chosen[offset : offset + count]
     if len(selected) < count:
         raise ConfigError(f"{cases}: only {len(selected)} distinct tools with a case after skipping {offset}")
@@ -51,7 +49,7 @@ def history(runtime: Runtime, turns: Sequence[BenchCase], depth: int) -> list[in
     """Exactly `depth` tokens of earlier exchanges (other requests and their arguments), cut at the end."""
     if depth == 0:
         return []
-    text = "".join(runtime.layout.turn_text(case.query, case.arguments) for case in turns)
+    text = "".join(runtime.layout.turn_text(Turn(case.query, case.arguments)) for case in turns)
     tokens = runtime.model.tokenize(text, special=True)
     if not tokens:
         raise ConfigError("no history text to build session depth from")

@@ -17,10 +17,24 @@ def start_http(config: Path, *extra: str, stderr_lines: list[str] | None = None)
     Its stderr is read to the end by a daemon thread from then on, so a full pipe never stalls it; the
     lines go to `stderr_lines` when given (those before the listening line too)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
-         "--port", "0", *extra],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "nexus_gateway",
+            "serve",
+            "--config",
+            str(config),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            *extra,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     lines = [] if stderr_lines is None else stderr_lines
     for line in proc.stderr:

@@ -22,8 +22,9 @@ def context_cost(tools: Sequence[dict[str, Any]], tokenize: Tokenize, *, pinned:
     """`tools` in wire form (name, description, inputSchema), names already namespaced."""
     servers = sorted({t.get("server") or t["name"].split("__", 1)[0] for t in tools})
     passthrough = json.dumps({"tools": list(tools)}, separators=(",", ":"))
-    routed = json.dumps({"tools": meta_tools.definitions(len(tools), servers) + list(tools[:pinned])},
-                        separators=(",", ":"))  # fmt: skip
+    routed = json.dumps(
+        {"tools": meta_tools.definitions(len(tools), servers) + list(tools[:pinned])}, separators=(",", ":")
+    )
     signatures = [signature(t["name"], t.get("description") or "", t.get("inputSchema")) for t in tools]
     sig_tokens = sorted(_count(tokenize, line) for line in signatures)
     schema_tokens = sorted(_count(tokenize, json.dumps(t, separators=(",", ":"))) for t in tools)

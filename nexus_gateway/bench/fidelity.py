@@ -43,7 +43,7 @@ from nexus_gateway.bench._cases import BenchCase, history
 from nexus_gateway.bench._kv_stats import key_variance, spearman
 from nexus_gateway.engine.blocks import Block
 from nexus_gateway.engine.compiler import compile_tools
-from nexus_gateway.engine.policy import Cell, Mode, SplicePolicy
+from nexus_gateway.engine.policy import Cell, PlacementMode, SplicePolicy
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import EngineError
 
@@ -230,13 +230,18 @@ def cells(trials: Sequence[Trial]) -> list[Cell]:
     for trial in trials:
         grouped.setdefault((trial.depth, trial.fraction), []).append(trial)
     return [
-        Cell(depth, fraction, float(np.mean([t.kl for t in group])), float(np.mean([t.top1 for t in group])),
-             float(np.mean([t.greedy for t in group])))
+        Cell(
+            depth,
+            fraction,
+            float(np.mean([t.kl for t in group])),
+            float(np.mean([t.top1 for t in group])),
+            float(np.mean([t.greedy for t in group])),
+        )
         for (depth, fraction), group in sorted(grouped.items())
-    ]  # fmt: skip
+    ]
 
 
-def policy_label(policy: SplicePolicy, depth: int, fraction: float) -> Mode:
+def policy_label(policy: SplicePolicy, depth: int, fraction: float) -> PlacementMode:
     """What the policy does at `depth` if the block is re-decoded by `fraction`: see the module docstring."""
     needed = policy.fraction(depth)
     if depth >= policy.D or fraction >= 1.0 or needed >= 1.0 or fraction < needed:

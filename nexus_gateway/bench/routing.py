@@ -18,10 +18,15 @@ from nexus_gateway.routing.slb import SemanticLookasideBuffer
 
 SIZES = (10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 QUERIES = (
-    "what's the weather in Lisbon tomorrow", "create a calendar event with Ana on Friday at 3pm",
-    "search my notes for the tax receipts", "open a bug about the login crash", "list files in the docs folder",
-    "convert 5pm New York time to Tokyo", "show the last three commits", "send an email to the team",
-)  # fmt: skip
+    "what's the weather in Lisbon tomorrow",
+    "create a calendar event with Ana on Friday at 3pm",
+    "search my notes for the tax receipts",
+    "open a bug about the login crash",
+    "list files in the docs folder",
+    "convert 5pm New York time to Tokyo",
+    "show the last three commits",
+    "send an email to the team",
+)
 
 
 def _texts(tools_texts: Sequence[str], n: int) -> list[str]:
@@ -45,7 +50,7 @@ def _faiss_flat(slb: SemanticLookasideBuffer) -> Any:
 
     faiss.omp_set_num_threads(1)
     index = faiss.IndexFlatIP(slb.embedder.dim)
-    index.add(slb._matrix)
+    index.add(slb.matrix)
     return index
 
 
@@ -59,26 +64,25 @@ def run_routing_bench(embedder: Embedder, tool_texts: Sequence[str], sizes: Sequ
     full.sync([f"t{i}" for i in range(len(texts))], texts)
     per_tool_build_ms = (time.perf_counter() - start) * 1000 / len(texts)
     for size in sizes:
-        slb = SemanticLookasideBuffer(embedder)
         tracemalloc.start()
-        slb.names, slb.hashes = full.names[:size], full.hashes[:size]
-        slb.codes, slb.scales = full.codes[:size].copy(), full.scales[:size].copy()
-        slb._rebuild()
+        slb = full.subset(range(size))
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         repeat = 300 if size <= 1000 else 50
         scans = [_p50_us(slb.scan, q, repeat) for q in queries]
         flat = _faiss_flat(slb)
         faiss_top10 = [_p50_us(lambda v, index=flat: index.search(v[None, :], 10), q, repeat) for q in queries]
-        rows.append({
-            "tools": size,
-            "scan_us_p50": round(statistics.median(scans), 2),
-            "faiss_flat_top10_us_p50": round(statistics.median(faiss_top10), 2),
-            "index_bytes": int(slb.codes.nbytes + slb.scales.nbytes),
-            "scan_matrix_bytes": int(slb._matrix.nbytes),
-            "build_peak_bytes": int(peak),
-            "build_s_estimate": round(per_tool_build_ms * size / 1000, 3),
-        })  # fmt: skip
+        rows.append(
+            {
+                "tools": size,
+                "scan_us_p50": round(statistics.median(scans), 2),
+                "faiss_flat_top10_us_p50": round(statistics.median(faiss_top10), 2),
+                "index_bytes": int(slb.codes.nbytes + slb.scales.nbytes),
+                "scan_matrix_bytes": int(slb.matrix.nbytes),
+                "build_peak_bytes": int(peak),
+                "build_s_estimate": round(per_tool_build_ms * size / 1000, 3),
+            }
+        )
     return {
         "embedder": embedder.name,
         "dim": embedder.dim,
@@ -101,8 +105,12 @@ def plot(report: dict[str, Any], path: Path) -> None:
     left.set(xlabel="tools in the index", ylabel="scan p50 (us)", title=f"INT8 scan ({report['embedder']})")
     left.legend()
     right.loglog([r["tools"] for r in rows], [r["index_bytes"] / 1024 for r in rows], marker="o", label="INT8 index")
-    right.loglog([r["tools"] for r in rows], [r["scan_matrix_bytes"] / 1024 for r in rows], marker="s",
-                 label="float32 scan matrix")  # fmt: skip
+    right.loglog(
+        [r["tools"] for r in rows],
+        [r["scan_matrix_bytes"] / 1024 for r in rows],
+        marker="s",
+        label="float32 scan matrix",
+    )
     right.set(xlabel="tools in the index", ylabel="KiB", title="memory")
     right.legend()
     fig.tight_layout()

@@ -84,8 +84,14 @@ def _judge(city: str, result: Any) -> tuple[bool, bool, dict[str, Any]]:
     trace = structured.get("trace") or {}
     arguments = trace.get("arguments") or {}
     correct = structured.get("status") == "called" and arguments.get("city") == city and not result.is_error
-    detail = {"city": city, "status": structured.get("status"), "tool": trace.get("tool"), "arguments": arguments,
-              "routing": trace.get("routing"), "session_depth": trace.get("session_depth")}  # fmt: skip
+    detail = {
+        "city": city,
+        "status": structured.get("status"),
+        "tool": trace.get("tool"),
+        "arguments": arguments,
+        "routing": trace.get("routing"),
+        "session_depth": trace.get("session_depth"),
+    }
     return correct, bool(result.is_error), detail
 
 

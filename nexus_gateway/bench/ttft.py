@@ -166,8 +166,14 @@ def _probe(settings: dict[str, Any], root: str, tools: list[Any], sessions: int,
             runtime.append_text(state, runtime.layout.request_text("Do it now."))
             runtime.greedy(state, 4)
         used = process.memory_info().rss
-        queue.put({"sessions": sessions, "rss_mb_loaded": round(loaded / 2**20, 1),
-                   "rss_mb": round(used / 2**20, 1), "placements": sorted(modes)})  # fmt: skip
+        queue.put(
+            {
+                "sessions": sessions,
+                "rss_mb_loaded": round(loaded / 2**20, 1),
+                "rss_mb": round(used / 2**20, 1),
+                "placements": sorted(modes),
+            }
+        )
     finally:
         runtime.close()
 

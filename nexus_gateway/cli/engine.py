@@ -129,14 +129,16 @@ def compile_command(
     log_level: LogOpt = "warning",
 ) -> None:
     """Compile every tool's schema into a KV block under compiled_schemas/<model fingerprint>/ (incremental)."""
-    from nexus_gateway.engine.compiler import CompileReport, compile_tools, records_from_tools_json
+    from nexus_gateway.engine.compiler import CompileReport, compile_tools
+    from nexus_gateway.evals.dataset import load_tools, tool_records
 
     if config is None and tools is None:
         raise typer.BadParameter("give --config (compile the upstreams' tools) or --tools (a tools.json)")
-    settings, root, cfg = _setup(log_level, config, model=model, n_ctx=n_ctx, threads=threads,
-                                 gpu_layers=gpu_layers, compiled=compiled)  # fmt: skip
+    settings, root, cfg = _setup(
+        log_level, config, model=model, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers, compiled=compiled
+    )
     if tools is not None:
-        records = records_from_tools_json(tools)
+        records = list(tool_records(load_tools(tools), namespaced=True).values())
     else:
         assert cfg is not None
         records = _upstream_records(cfg)
@@ -186,21 +188,33 @@ def calibrate_splice(
     from nexus_gateway.bench import fidelity
     from nexus_gateway.engine.policy import calibrate, save_policy
 
-    settings, root, _ = _setup(log_level, config, model=model, n_ctx=n_ctx, threads=threads,
-                               gpu_layers=gpu_layers, compiled=compiled)  # fmt: skip
+    settings, root, _ = _setup(
+        log_level, config, model=model, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers, compiled=compiled
+    )
     depth_list, greedy = (_ints(depths), 32) if not quick else ([0, 64, 256, 1024], 16)
     chosen, others = _bench_cases(tools, cases, 8 if quick else count, offset)
 
     def job(rt: Runtime) -> dict[str, Any]:
         with _progress(len(depth_list) * len(chosen), "calibrating") as advance:
-            trials, _ = fidelity.measure(rt, chosen, others, depths=depth_list, fractions=_floats(fractions),
-                                         greedy_tokens=greedy, progress=advance)  # fmt: skip
+            trials, _ = fidelity.measure(
+                rt,
+                chosen,
+                others,
+                depths=depth_list,
+                fractions=_floats(fractions),
+                greedy_tokens=greedy,
+                progress=advance,
+            )
         source = f"calibrated on {len(chosen)} tools of {tools}, depths {depth_list}, {greedy} greedy tokens"
         result = calibrate(fidelity.cells(trials), kl_target=kl_target, source=source)
         assert rt.store is not None
         path = save_policy(rt.store.directory, result.policy)
-        return {"policy": result.policy.to_json(), "needed": result.needed, "path": str(path),
-                "cells": [cell.__dict__ for cell in fidelity.cells(trials)]}  # fmt: skip
+        return {
+            "policy": result.policy.to_json(),
+            "needed": result.needed,
+            "path": str(path),
+            "cells": [cell.__dict__ for cell in fidelity.cells(trials)],
+        }
 
     result = _on_engine(settings, root, job)
     table = Table(title=f"splice fidelity (target: mean KL <= {kl_target}, 100% top-1 and greedy)")
@@ -242,8 +256,9 @@ def fidelity(
     from nexus_gateway.bench import fidelity as bench
     from nexus_gateway.engine.policy import calibrate
 
-    settings, root, _ = _setup(log_level, config, model=model, n_ctx=n_ctx, threads=threads,
-                               gpu_layers=gpu_layers, compiled=compiled)  # fmt: skip
+    settings, root, _ = _setup(
+        log_level, config, model=model, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers, compiled=compiled
+    )
     depths, greedy = (list(bench.DEPTHS), 32) if not quick else ([0, 64, 256, 1024], 16)
     chosen, others = _bench_cases(tools, cases, 8 if quick else count, offset)
     if noise_floor:
@@ -257,8 +272,10 @@ def fidelity(
             trials, proxies = bench.measure(rt, chosen, others, depths=depths, greedy_tokens=greedy, progress=advance)
         policy = rt.policy
         if policy.source.startswith("default"):
-            err.print("[yellow]no calibrated splice policy for this model: labelling rows with one calibrated on "
-                      "this run (in-sample); run `nexus-gateway calibrate splice` first[/]")  # fmt: skip
+            err.print(
+                "[yellow]no calibrated splice policy for this model: labelling rows with one calibrated on "
+                "this run (in-sample); run `nexus-gateway calibrate splice` first[/]"
+            )
             policy = calibrate(bench.cells(trials), kl_target=kl_target, source="in-sample").policy
         model_name = f"{rt.model_file.label} ({rt.model.info.description})"
         _, per_depth = bench.drift_proxy_spearman(trials, proxies)
@@ -272,8 +289,9 @@ def fidelity(
         fidelity_plot(report, policy, plot, kl_target)
         err.print(f"wrote {plot}")
     out.print_json(json.dumps(report))
-    err.print(f"policy: P={policy['P']} D={policy['D']} ({policy['source']}); "
-              f"drift proxy Spearman per depth: {per_depth}")  # fmt: skip
+    err.print(
+        f"policy: P={policy['P']} D={policy['D']} ({policy['source']}); drift proxy Spearman per depth: {per_depth}"
+    )
 
 
 @_user_errors
@@ -297,8 +315,9 @@ def ttft(
     """Time to first argument token: full-schema prefill vs signature vs splice, by depth; block size; memory."""
     from nexus_gateway.bench import ttft as bench
 
-    settings, root, _ = _setup(log_level, config, model=model, n_ctx=n_ctx, threads=threads,
-                               gpu_layers=gpu_layers, compiled=compiled)  # fmt: skip
+    settings, root, _ = _setup(
+        log_level, config, model=model, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers, compiled=compiled
+    )
     depths = list(bench.DEPTHS) if not quick else [0, 256, 1024]
     repeats = 2 if quick else repeats
     chosen, others = _bench_cases(tools, cases, 5 if quick else count, 0)

@@ -101,8 +101,17 @@ def eval_routing(
     try:
         model = _embedder(embedder)
         threshold = tau if tau is not None else _default_tau(model.name, method)
-        report = _run(tools, cases, distractors, _sizes(sizes), seed=seed, limit=limit, embedder=model,
-                      method=method, tau=threshold)  # fmt: skip
+        report = _run(
+            tools,
+            cases,
+            distractors,
+            _sizes(sizes),
+            seed=seed,
+            limit=limit,
+            embedder=model,
+            method=method,
+            tau=threshold,
+        )
     except (ConfigError, ValueError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
@@ -110,8 +119,14 @@ def eval_routing(
     for column in ("N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"):
         table.add_column(column, justify="right")
     for size, row in report["sizes"].items():
-        table.add_row(size, f"{row['top1']:.1%}", f"{row['recall@5']:.1%}", f"{row['auto_coverage']:.1%}",
-                      f"{row['auto_precision']:.1%}", f"{report['scan_us_p50'][size]:.1f}")  # fmt: skip
+        table.add_row(
+            size,
+            f"{row['top1']:.1%}",
+            f"{row['recall@5']:.1%}",
+            f"{row['auto_coverage']:.1%}",
+            f"{row['auto_precision']:.1%}",
+            f"{report['scan_us_p50'][size]:.1f}",
+        )
     out.print(table)
     out.print(f"query embedding p50: {report['embed_ms_p50']} ms; gate tau: {report['tau']}")
     if json_out:
@@ -134,14 +149,14 @@ def calibrate_routing(
     ] = None,
 ) -> None:
     """Choose the margin gate's tau: the smallest margin whose automatic decisions reach the target precision."""
-    from nexus_gateway.evals.routing import _Pool, score_cases
+    from nexus_gateway.evals.routing import ToolPool, score_cases
     from nexus_gateway.routing.gate import Calibration, calibrate_tau
     from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
 
     try:
         pool_tools, loaded = _load(tools, cases, distractors, limit, seed)
         model = _embedder(embedder)
-        pool = _Pool(pool_tools, model)
+        pool = ToolPool(pool_tools, model)
         queries = model.embed_batch([case.query for case in loaded])
         scored = score_cases(pool, loaded, queries, size, seed, fusion)  # type: ignore[arg-type]
     except (ConfigError, ValueError) as exc:
@@ -150,9 +165,15 @@ def calibrate_routing(
     margins, correct = [s.margin for s in scored], [s.gold_rank == 1 for s in scored]
     tau, precision, coverage = calibrate_tau(margins, correct, target_precision)
     calibration = Calibration(
-        tau=round(tau, 6), target_precision=target_precision, precision=round(precision, 4),
-        coverage=round(coverage, 4), n_cases=len(loaded), embedder=model.name, size=size, fusion=fusion,
-    )  # fmt: skip
+        tau=round(tau, 6),
+        target_precision=target_precision,
+        precision=round(precision, 4),
+        coverage=round(coverage, 4),
+        n_cases=len(loaded),
+        embedder=model.name,
+        size=size,
+        fusion=fusion,
+    )
     target = out_path or DEFAULT_CALIBRATION
     if not calibration.save(target):
         err.print(f"[bold red]error:[/] could not write {target} (see the warning above)", highlight=False)
@@ -213,8 +234,12 @@ def eval_arguments(
     table = Table(title=f"arguments: {report['n_cases']} cases, {chosen}, depth {depth}", title_justify="left")
     for key in ("json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end"):
         table.add_column(key, justify="right")
-    table.add_row(*(f"{report[key]:.1%}" if report[key] is not None else "-" for key in (
-        "json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end")))  # fmt: skip
+    table.add_row(
+        *(
+            f"{report[key]:.1%}" if report[key] is not None else "-"
+            for key in ("json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end")
+        )
+    )
     out.print(table)
     out.print(f"time to first argument token p50: {report['ttft_ms_p50']} ms; total p50: {report['total_ms_p50']} ms")
     if json_out:

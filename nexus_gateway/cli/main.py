@@ -145,9 +145,13 @@ def tools(
     for status in report["upstreams"]:
         state = f"[{colors.get(status['state'], 'yellow')}]{status['state']}[/]"
         health.add_row(
-            status["name"], status["transport"], state, str(status["tools"]), str(status["restarts"]),
+            status["name"],
+            status["transport"],
+            state,
+            str(status["tools"]),
+            str(status["restarts"]),
             escape(status["last_error"] or ""),
-        )  # fmt: skip
+        )
     out.print(health)
     catalog = Table(title=f"{len(report['tools'])} tools (mode: {report['mode']})", title_justify="left")
     catalog.add_column("signature", overflow="fold")

@@ -1,24 +1,30 @@
 """The local model engine: llama.cpp, compiled KV blocks, and the splicer that puts them into sessions.
 
+This package's own names (below) are what the rest of the gateway uses: `Engine`, the API generation
+needs, and its value types. Importing it loads nothing native; llama.cpp loads with `LocalEngine`.
+
 llama.py     the only module importing llama_cpp: model and context owners, sequence ops, state I/O
 model.py     which GGUF (the packaged Gemma 3 270M by default), its checksum, the model fingerprint
-prompt.py    the text layout: preamble (every block's anchor), tool text, request
+prompt.py    the text layout: preamble (every block's anchor), tool text, request, earlier turns
 blocks.py    the block file format: header, checksum, atomic write, mmap read, fail-closed validation
 store.py     the compiled_schemas/ folder of one model fingerprint
 policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
 splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
+decoding.py  one call's arguments decoded under a grammar, a token at a time
 runtime.py   model + context + sessions, synchronous, on one thread
-worker.py    that thread, and `LocalEngine`, the async `Engine` the gateway talks to
+worker.py    that thread, and `LocalEngine`, the async `Engine`
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nexus_gateway.catalog import ToolRecord
+    from nexus_gateway.config import ToolForm
     from nexus_gateway.engine.splicer import Placement
 
 
@@ -29,11 +35,67 @@ class Session:
     id: int
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One earlier exchange kept in a session (`PromptLayout.turn_text` writes it)."""
+
+    request: str
+    arguments: str
+    """The arguments, as JSON."""
+    result: str | None = None
+    """The start of the tool's result, when the tool was called."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One call's arguments as the model decoded them."""
+
+    text: str
+    """The whole JSON text, opening brace included."""
+    complete: bool
+    placement: Placement | None
+    """How the tool text entered the context (None when nothing was decoded)."""
+    n_tokens: int
+    ttft_s: float
+    total_s: float
+
+
 class Engine(Protocol):
-    """What the argument generator needs from a model engine."""
+    """What generation (argument filling, client sessions) needs of a model engine. `LocalEngine` is the one
+    there is; tests and benchmarks reach further with `LocalEngine.run`."""
 
     async def open_session(self) -> Session: ...
     async def close_session(self, session: Session) -> None: ...
-    async def append(self, session: Session, text: str) -> None: ...
-    async def place_tool(self, session: Session, record: ToolRecord, *, form: str = "schema") -> Placement: ...
-    async def generate(self, session: Session, max_tokens: int = 128) -> str: ...
+    async def depth(self, session: Session) -> int:
+        """Tokens the session holds after the preamble."""
+        ...
+
+    async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
+        """Decode a turn into the session; past `max_depth` tokens it restarts from this turn alone."""
+        ...
+
+    async def decode_arguments(
+        self,
+        session: Session,
+        record: ToolRecord,
+        query: str,
+        *,
+        grammar: str,
+        opens_key: bool,
+        form: ToolForm,
+        max_tokens: int,
+    ) -> Decoded:
+        """Place the tool (`form`), decode the arguments for `query` under the GBNF `grammar` (the prompt
+        ends with `{"` when `opens_key`, else `{`), and leave the session as it was."""
+        ...
+
+    async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
+        """Compile the KV blocks `splice` needs, when the engine keeps blocks (incremental)."""
+        ...
+
+
+def schema_grammar(schema: str, prop_order: list[str] | None = None) -> str:
+    """GBNF for a JSON Schema (llama.cpp's converter; raises on schemas it cannot express)."""
+    from nexus_gateway.engine.llama import schema_to_gbnf
+
+    return schema_to_gbnf(schema, prop_order)

@@ -67,9 +67,16 @@ def encode_block(fingerprint: str, key: str, anchor: int, tokens: list[int], pay
     """The bytes of a block file."""
     header_length = _header_length(len(tokens))
     fields = (
-        MAGIC, VERSION, 0, header_length, bytes.fromhex(fingerprint), bytes.fromhex(key),
-        anchor, len(tokens), len(payload),
-    )  # fmt: skip
+        MAGIC,
+        VERSION,
+        0,
+        header_length,
+        bytes.fromhex(fingerprint),
+        bytes.fromhex(key),
+        anchor,
+        len(tokens),
+        len(payload),
+    )
     token_bytes = np.asarray(tokens, dtype="<i4").tobytes()
     padding = bytes(header_length - _HEADER.size - len(token_bytes))
     unsigned = _HEADER.pack(*fields, bytes(32))

@@ -6,7 +6,6 @@ block that fails validation is logged and compiled again. Runs on the engine wor
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.errors import BlockRejected, ConfigError, EngineError
+from nexus_gateway.errors import BlockRejected, EngineError
 
 logger = logging.getLogger(__name__)
 
@@ -68,24 +67,12 @@ def compile_tools(runtime: Runtime, records: Iterable[ToolRecord], progress: Pro
         if progress is not None:
             progress(record, outcome)
     return CompileReport(
-        compiled, skipped, replaced, too_long, tokens_written, bytes_written, time.perf_counter() - started,
+        compiled,
+        skipped,
+        replaced,
+        too_long,
+        tokens_written,
+        bytes_written,
+        time.perf_counter() - started,
         store.directory,
-    )  # fmt: skip
-
-
-def records_from_tools_json(path: Path) -> list[ToolRecord]:
-    """Tool records from an evaluation `tools.json` (MCP Tool objects); names are kept exactly as given,
-    namespaced `server__tool` only when a `server` is named."""
-    try:
-        tools = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read a tools.json ({exc})") from None
-    if not isinstance(tools, list):
-        raise ConfigError(f"{path}: a tools.json is a JSON array of MCP Tool objects")
-    records = []
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-            raise ConfigError(f"{path}: item {index} is not an MCP Tool object with a name")
-        server = str(tool.get("server") or "")
-        records.append(ToolRecord.from_tool(server, tool, name=None if server else tool["name"]))
-    return records
+    )

@@ -25,13 +25,14 @@ from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["splice", "recompute", "prefill"]
+PlacementMode = Literal["splice", "recompute", "prefill"]
+"""How a tool text entered a session: spliced block, spliced then partly re-decoded, or prefilled."""
 POLICY_FILE = "splice_policy.json"
 
 
 @dataclass(frozen=True)
 class Decision:
-    mode: Mode
+    mode: PlacementMode
     fraction: float
     recompute: int
     """Block tokens re-decoded after the splice (every token when the mode is prefill)."""

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Turn
 
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
 
@@ -27,13 +28,15 @@ class PromptLayout:
     request: str
     """Request template; `{query}` is replaced by the request text."""
     turn: str = "{user}\n{model}\n"
-    """How one earlier exchange is written into the session (benchmarks build history with it)."""
+    """How one earlier exchange is written into the session: `{user}` the request, `{model}` the arguments."""
 
     def request_text(self, query: str) -> str:
         return self.request.replace("{query}", query.strip())
 
-    def turn_text(self, user: str, model: str) -> str:
-        return self.turn.replace("{user}", user).replace("{model}", model)
+    def turn_text(self, turn: Turn) -> str:
+        """An earlier exchange as the session keeps it (then `Result: ...` when the tool was called)."""
+        text = self.turn.replace("{user}", turn.request).replace("{model}", turn.arguments)
+        return text if turn.result is None else f"{text}Result: {turn.result}\n"
 
 
 GEMMA = PromptLayout(

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Turn
 from nexus_gateway.engine.blocks import block_key
 from nexus_gateway.engine.llama import ContextSettings, LlamaContext, LlamaModel
 from nexus_gateway.engine.model import ModelFile, fingerprint, resolve_model
@@ -67,10 +68,14 @@ class Runtime:
     def load(cls, settings: EngineSettings, *, compiled_root: Path | None) -> Runtime:
         model_file = resolve_model(settings.model)
         context = ContextSettings(
-            n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_seq_max=settings.sessions + 2,
-            threads=settings.threads, decode_threads=settings.decode_threads,
-            flash_attn=settings.flash_attn, kv_type=settings.kv_type,
-        )  # fmt: skip
+            n_ctx=settings.n_ctx,
+            n_batch=settings.n_batch,
+            n_seq_max=settings.sessions + 2,
+            threads=settings.threads,
+            decode_threads=settings.decode_threads,
+            flash_attn=settings.flash_attn,
+            kv_type=settings.kv_type,
+        )
         model = LlamaModel(model_file.path, gpu_layers=settings.gpu_layers)
         ctx: LlamaContext | None = None
         try:
@@ -81,8 +86,13 @@ class Runtime:
                 ctx.close()
             model.close()
             raise
-        logger.info("engine: %s (%s), n_ctx %d, %d sessions", model_file.label, model.info.description,
-                    ctx.n_ctx, settings.sessions)  # fmt: skip
+        logger.info(
+            "engine: %s (%s), n_ctx %d, %d sessions",
+            model_file.label,
+            model.info.description,
+            ctx.n_ctx,
+            settings.sessions,
+        )
         return runtime
 
     @property
@@ -128,6 +138,18 @@ class Runtime:
 
     def append_text(self, state: SessionState, text: str, *, logits: bool = True) -> np.ndarray | None:
         return self.append(state, self.model.tokenize(text, special=True), logits=logits)
+
+    def depth(self, state: SessionState) -> int:
+        """Tokens the session holds after the preamble."""
+        return state.n_past - self.anchor
+
+    def append_turn(self, state: SessionState, turn: Turn, *, max_depth: int) -> None:
+        """Decode an earlier exchange into the session; when that would pass `max_depth`, start again from
+        the preamble with this turn only (its last `max_depth` tokens)."""
+        tokens = self.model.tokenize(self.layout.turn_text(turn), special=True)
+        if self.depth(state) + len(tokens) > max_depth:
+            self.rewind(state, self.anchor)
+        self.append(state, tokens[-max_depth:], logits=False)
 
     def tool_tokens(self, record: ToolRecord) -> tuple[list[int], str]:
         """Token ids and block key of a tool's full text."""

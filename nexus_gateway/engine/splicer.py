@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from nexus_gateway.engine.blocks import Block
-from nexus_gateway.engine.policy import Mode, SplicePolicy
+from nexus_gateway.engine.policy import PlacementMode, SplicePolicy
 from nexus_gateway.errors import BlockRejected, EngineError
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class BlockSource(Protocol):
 
 @dataclass(frozen=True)
 class Placement:
-    mode: Mode
+    mode: PlacementMode
     n_tokens: int
     recomputed: int
     """Tokens decoded for the tool text: the recomputed suffix after a splice, all of them for a prefill."""

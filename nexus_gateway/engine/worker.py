@@ -11,7 +11,8 @@ that yields steps and is sent their results. Between plain jobs, the worker gath
 every such job and serves them together (`step_many`, one batched decode for all concurrent sessions),
 so eight clients generating at once share each pass over the model's weights.
 
-`LocalEngine` is the `Engine` the gateway uses: sessions, tools, generation and compilation on top.
+`LocalEngine` is the `Engine` (engine/__init__.py) generation uses: sessions, turns, argument decoding and
+compilation on top; `run` reaches any function of the runtime (benchmarks, evaluations, tests).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -28,11 +29,12 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Session
+from nexus_gateway.config import ToolForm
+from nexus_gateway.engine import Decoded, Session, Turn
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
+from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
-from nexus_gateway.engine.splicer import Placement
 from nexus_gateway.errors import EngineError
 
 logger = logging.getLogger(__name__)
@@ -218,17 +220,34 @@ class LocalEngine:
     async def close_session(self, session: Session) -> None:
         await self._worker.call(lambda rt: rt.close_session(rt.session(session.id)))
 
-    async def append(self, session: Session, text: str) -> None:
-        await self._worker.call(lambda rt: rt.append_text(rt.session(session.id), text, logits=True))
+    async def depth(self, session: Session) -> int:
+        return await self._worker.call(lambda rt: rt.depth(rt.session(session.id)))
 
-    async def place_tool(self, session: Session, record: ToolRecord, *, form: str = "schema") -> Placement:
-        return await self._worker.call(lambda rt: rt.place_tool(rt.session(session.id), record, form=form))
+    async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
+        await self._worker.call(lambda rt: rt.append_turn(rt.session(session.id), turn, max_depth=max_depth))
 
-    async def generate(self, session: Session, max_tokens: int = 128) -> str:
-        def greedy(rt: Runtime) -> str:
-            return rt.model.detokenize(rt.greedy(rt.session(session.id), max_tokens))
+    async def decode_arguments(
+        self,
+        session: Session,
+        record: ToolRecord,
+        query: str,
+        *,
+        grammar: str,
+        opens_key: bool,
+        form: ToolForm,
+        max_tokens: int,
+    ) -> Decoded:
+        """Decoded with the steps of every other session decoding at the same time (one batch a token)."""
+        return await self._worker.call_stepped(
+            lambda rt: decode_steps(
+                rt, rt.session(session.id), record, query,
+                grammar=grammar, opens_key=opens_key, form=form, max_tokens=max_tokens,
+            )
+        )
 
-        return await self._worker.call(greedy)
+    async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
+        chosen = list(records)
+        await self._worker.call(lambda rt: compile_tools(rt, chosen) if rt.store is not None else None)
 
     async def compile(self, records: Iterable[ToolRecord], progress: Progress | None = None) -> CompileReport:
         chosen = list(records)

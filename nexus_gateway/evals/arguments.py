@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.config import ToolForm
+from nexus_gateway.engine import Session, Turn
+from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
-from nexus_gateway.evals.dataset import Case, arguments_match
-from nexus_gateway.generation.decoding import Mode
+from nexus_gateway.evals.dataset import Case, arguments_match, tool_records
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 
 Progress = Callable[[int, int], None]
@@ -42,13 +44,6 @@ class Outcome:
         return self.generated.schema_valid and arguments_match(expected, actual)
 
 
-def records_of(tools: Sequence[dict[str, Any]]) -> dict[str, ToolRecord]:
-    """One record per tool, named exactly as the set names it."""
-    return {
-        tool["name"]: ToolRecord.from_tool(str(tool.get("server") or ""), tool, name=tool["name"]) for tool in tools
-    }
-
-
 def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:
     from nexus_gateway.routing.hybrid import build_retriever
 
@@ -57,14 +52,19 @@ def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:
     return lambda query: hits[0].name if (hits := retriever.search(query, 1)) else ""
 
 
-def _history(cases: Sequence[Case], depth: int) -> str:
-    """Earlier turns (other requests and their gold arguments), at least `depth` tokens of them."""
-    turns = []
-    for case in cases:
-        arguments = {name: values[0] for name, values in (case.arguments or {}).items() if values}
-        turns.append(f"Earlier request: {case.query}\nArguments: {json.dumps(arguments)}\n")
-    text = "".join(turns) or "Earlier request: nothing\nArguments: {}\n"
-    return text * (1 + depth // max(1, len(text) // 8))
+def _history(cases: Sequence[Case], depth: int, session: Session) -> Callable[[Runtime], None]:
+    """Earlier turns (other requests and their gold arguments): `depth` tokens of them, into `session`."""
+    turns = [
+        Turn(case.query, json.dumps({name: values[0] for name, values in (case.arguments or {}).items() if values}))
+        for case in cases
+    ] or [Turn("nothing", "{}")]
+
+    def append(rt: Runtime) -> None:
+        text = "".join(rt.layout.turn_text(turn) for turn in turns)
+        text *= 1 + depth // max(1, len(text) // 8)
+        rt.append(rt.session(session.id), rt.model.tokenize(text)[:depth])
+
+    return append
 
 
 def summarize(outcomes: Sequence[Outcome], *, routed: bool) -> dict[str, Any]:
@@ -92,13 +92,13 @@ async def evaluate_arguments(
     cases: Sequence[Case],
     settings: EngineSettings,
     *,
-    mode: Mode = "signature",
+    mode: ToolForm = "signature",
     route: bool = False,
     depth: int = 0,
     compiled_root: Path | None = None,
     progress: Progress | None = None,
 ) -> tuple[dict[str, Any], list[Outcome]]:
-    records = records_of(tools)
+    records = tool_records(tools)
     unknown = sorted({case.tool for case in cases} - set(records))
     if unknown:
         raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
@@ -108,8 +108,7 @@ async def evaluate_arguments(
         generator = ArgumentGenerator(engine, mode=mode)
         session = await engine.open_session()
         if depth:
-            history = _history(cases, depth)
-            await engine.run(lambda rt: rt.append(rt.session(session.id), rt.model.tokenize(history)[:depth]))
+            await engine.run(_history(cases, depth, session))
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
@@ -121,6 +120,11 @@ async def evaluate_arguments(
                 progress(done + 1, len(cases))
         model = engine.settings.model or "default"
     report = summarize(outcomes, routed=route)
-    report |= {"mode": mode, "routed": route, "depth": depth, "model": model,
-               "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes)}  # fmt: skip
+    report |= {
+        "mode": mode,
+        "routed": route,
+        "depth": depth,
+        "model": model,
+        "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes),
+    }
     return report, outcomes

@@ -1,4 +1,5 @@
-"""Evaluation sets: `tools.json` (MCP Tool objects) and `cases.jsonl`, and how values are compared.
+"""Evaluation sets: `tools.json` (MCP Tool objects) and `cases.jsonl`, and how values are compared. The one
+reader of both files (evaluations, benchmarks and `compile --tools` all load them here).
 
 Names are kept exactly as given (sets may use names MCP would not allow). In a case's `arguments`, each
 parameter maps to its acceptable values; `""` among them means the parameter may be omitted. Values
@@ -8,10 +9,12 @@ compare as numbers when both parse as numbers, else as strings, case-insensitive
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.errors import ConfigError
 
 
@@ -29,8 +32,19 @@ def load_tools(path: Path) -> list[dict[str, Any]]:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read tools ({exc})") from None
     if not isinstance(data, list) or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in data):
-        raise ConfigError(f"{path}: expected a JSON array of tool objects with a 'name'")
+        raise ConfigError(f"{path}: expected a JSON array of MCP Tool objects, each with a 'name'")
     return data
+
+
+def tool_records(tools: Sequence[dict[str, Any]], *, namespaced: bool = False) -> dict[str, ToolRecord]:
+    """One record per tool, by name: named exactly as the set names it, or (`namespaced`) `server__tool` for
+    a tool that names its `server`, as a gateway would name it."""
+    records = {}
+    for tool in tools:
+        server = str(tool.get("server") or "")
+        record = ToolRecord.from_tool(server, tool, name=None if namespaced and server else tool["name"])
+        records[record.name] = record
+    return records
 
 
 def load_cases(path: Path, limit: int | None = None) -> list[Case]:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nexus_gateway.evals.dataset import Case
+from nexus_gateway.routing import gate
 from nexus_gateway.routing.bm25 import idf, term_scores, tokenize
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
@@ -35,7 +36,7 @@ class Scored:
     margin: float
 
 
-class _Pool:
+class ToolPool:
     """Every tool once: index text, INT8 vector, BM25 term counts."""
 
     def __init__(self, tools: Sequence[dict[str, Any]], embedder: Embedder) -> None:
@@ -46,7 +47,7 @@ class _Pool:
         ]
         self.slb = SemanticLookasideBuffer(embedder)
         self.slb.sync(self.names, texts)
-        self.matrix = self.slb.codes.astype(np.float32) * self.slb.scales[:, None]
+        self.matrix = self.slb.matrix
         self.terms = [Counter(tokenize(text)) for text in texts]
         self.lengths = np.array([sum(terms.values()) for terms in self.terms], dtype=np.float64)
 
@@ -69,7 +70,7 @@ def _candidates(gold: int, pool_size: int, size: int, rng: random.Random) -> np.
 
 
 def score_cases(
-    pool: _Pool, cases: Sequence[Case], queries: np.ndarray, size: int, seed: int, method: FusionMethod
+    pool: ToolPool, cases: Sequence[Case], queries: np.ndarray, size: int, seed: int, method: FusionMethod
 ) -> list[Scored]:
     scored = []
     for i, case in enumerate(cases):
@@ -79,17 +80,14 @@ def score_cases(
         lexical = pool.bm25(tokenize(case.query), candidates)
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
-        margin = float(fused[best[0]] - fused[best[1]]) if len(best) > 1 else float("inf")
+        margin = gate.margin([float(fused[i]) for i in best])
         scored.append(Scored(int(np.count_nonzero(fused >= fused[0])), margin))  # ties count against gold
     return scored
 
 
-def _scan_us(pool: _Pool, queries: np.ndarray, size: int, rng: random.Random) -> float:
+def _scan_us(pool: ToolPool, queries: np.ndarray, size: int, rng: random.Random) -> float:
     rows = rng.sample(range(len(pool.names)), min(size, len(pool.names)))
-    slb = SemanticLookasideBuffer(pool.slb.embedder)
-    slb.names, slb.hashes = [pool.names[r] for r in rows], [pool.slb.hashes[r] for r in rows]
-    slb.codes, slb.scales = pool.slb.codes[rows], pool.slb.scales[rows]
-    slb._rebuild()
+    slb = pool.slb.subset(rows)
     samples = []
     for query in queries[:200]:
         start = time.perf_counter_ns()
@@ -114,7 +112,7 @@ def evaluate_routing(
     unknown = sorted({case.tool for case in cases} - names)
     if unknown:
         raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
-    pool = _Pool(tools, embedder)
+    pool = ToolPool(tools, embedder)
     queries = embedder.embed_batch([case.query for case in cases])
     embed_ms = []
     for case in cases[:50]:

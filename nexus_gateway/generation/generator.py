@@ -12,30 +12,19 @@ and, for the schemas the grammar expresses, validates; it is checked with jsonsc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, get_args
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Session
-from nexus_gateway.engine.compiler import compile_tools
-from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_steps
+from nexus_gateway.config import ToolForm
+from nexus_gateway.engine import Decoded, Engine, Session
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import invented_optional
 from nexus_gateway.validation import schema_problems
 
-T = TypeVar("T")
+FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
-
-
-class RuntimeRunner(Protocol):
-    """Runs functions of the runtime on the engine thread (`LocalEngine`): whole (`run`), or a token at a time
-    with other sessions' steps batched alongside (`run_stepped`)."""
-
-    async def run(self, fn: Callable[[Runtime], T]) -> T: ...
-
-    async def run_stepped(self, fn: Callable[[Runtime], Generator[Any, Any, T]]) -> T: ...
+_NOTHING_TO_DECODE = Decoded("{}", True, None, 0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -44,7 +33,7 @@ class Generated:
     arguments: dict[str, Any] | None
     """The decoded arguments; None when the output was not a complete JSON object."""
     text: str
-    mode: Mode
+    mode: ToolForm
     grammar: str
     """`schema`, or `generic: <why>` when the schema could not be turned into a grammar."""
     placement: str | None
@@ -67,20 +56,26 @@ class Generated:
 
     def trace(self) -> dict[str, Any]:
         return {
-            "arguments": self.arguments, "dropped": list(self.dropped), "mode": self.mode, "grammar": self.grammar,
+            "arguments": self.arguments,
+            "dropped": list(self.dropped),
+            "mode": self.mode,
+            "grammar": self.grammar,
             "placement": self.placement,
-            "ttft_ms": self.ttft_ms, "total_ms": self.total_ms, "tokens": self.n_tokens,
-        }  # fmt: skip
+            "ttft_ms": self.ttft_ms,
+            "total_ms": self.total_ms,
+            "tokens": self.n_tokens,
+        }
 
 
-def check_mode(mode: str) -> Mode:
-    if mode not in MODES:
-        raise ValueError(f"argument mode must be one of {', '.join(MODES)}, not {mode!r}")
-    return mode
+def check_mode(mode: str) -> ToolForm:
+    for form in FORMS:
+        if mode == form:
+            return form
+    raise ValueError(f"argument mode must be one of {', '.join(FORMS)}, not {mode!r}")
 
 
 class ArgumentGenerator:
-    def __init__(self, engine: RuntimeRunner, *, mode: Mode = "signature", max_tokens: int = 160) -> None:
+    def __init__(self, engine: Engine, *, mode: ToolForm = "signature", max_tokens: int = 160) -> None:
         self.engine = engine
         self.mode = check_mode(mode)
         self.max_tokens = max_tokens
@@ -100,27 +95,37 @@ class ArgumentGenerator:
         """Compile the blocks `splice` mode needs (incremental: known blocks are skipped)."""
         todo = [record for record in records if (record.content_hash or record.name) not in self._compiled]
         if todo:
-            await self.engine.run(lambda rt: compile_tools(rt, todo) if rt.store is not None else None)
+            await self.engine.prepare_blocks(todo)
             self._compiled.update(record.content_hash or record.name for record in todo)
 
     async def generate(
-        self, session: Session, record: ToolRecord, query: str, *, mode: Mode | None = None
+        self, session: Session, record: ToolRecord, query: str, *, mode: ToolForm | None = None
     ) -> Generated:
         """Arguments for `record` from `query`, decoded in `session` (which is left as it was)."""
         chosen = mode or self.mode
         plan = self.plan(record)
         if chosen == "splice":
             await self.prepare([record])
-        decoded: Decoded = await self.engine.run_stepped(
-            lambda rt: decode_steps(rt, rt.session(session.id), record, query, plan, chosen, self.max_tokens)
-        )
+        decoded = _NOTHING_TO_DECODE
+        if not plan.empty:
+            decoded = await self.engine.decode_arguments(
+                session,
+                record,
+                query,
+                grammar=plan.gbnf,
+                opens_key=plan.opens_key,
+                form=chosen,
+                max_tokens=self.max_tokens,
+            )
         arguments = parse_object(decoded.text)
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
         if arguments and dropped:
             arguments = {name: value for name, value in arguments.items() if name not in dropped}
-        problems = tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None)) if (
-            arguments is not None
-        ) else ()  # fmt: skip
+        problems = (
+            tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None))
+            if (arguments is not None)
+            else ()
+        )
         return Generated(
             tool=record.name,
             arguments=arguments,

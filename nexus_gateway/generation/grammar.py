@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nexus_gateway.engine.llama import schema_to_gbnf
+from nexus_gateway.engine import schema_grammar
 from nexus_gateway.generation.domains import with_domains
 
 MAX_GRAMMAR_CHARS = 64_000
@@ -70,7 +70,7 @@ def grammar_for(schema: dict[str, Any]) -> GrammarPlan:
     if "additionalProperties" not in closed and properties:
         closed["additionalProperties"] = False  # only the parameters the tool declares
     try:
-        gbnf = schema_to_gbnf(json.dumps(closed), list(properties))
+        gbnf = schema_grammar(json.dumps(closed), list(properties))
     except Exception as exc:  # boundary: the converter raises anything on schemas it does not support
         reason = f"the converter cannot express this schema ({type(exc).__name__}: {str(exc)[:80]})"
         return GrammarPlan(GENERIC_OBJECT, "generic", reason, opens_key=opens_key)

@@ -13,23 +13,13 @@ the context's preamble cells and every compiled block.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
 
 import anyio
 
-from nexus_gateway.engine import Session
-from nexus_gateway.engine.runtime import Runtime
-
-T = TypeVar("T")
-
-
-class SessionEngine(Protocol):
-    async def open_session(self) -> Session: ...
-    async def close_session(self, session: Session) -> None: ...
-    async def run(self, fn: Callable[[Runtime], T]) -> T: ...
+from nexus_gateway.engine import Engine, Session, Turn
 
 
 @dataclass
@@ -37,12 +27,12 @@ class _Entry:
     session: Session
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     users: int = 0
-    pending: list[str] = field(default_factory=list)
+    pending: list[Turn] = field(default_factory=list)
     """Turns queued by `defer`, not yet decoded into the session."""
 
 
 class SessionPool:
-    def __init__(self, engine: SessionEngine, capacity: int, *, max_depth: int = 256) -> None:
+    def __init__(self, engine: Engine, capacity: int, *, max_depth: int = 256) -> None:
         self.engine = engine
         self.capacity = capacity
         self.max_depth = max_depth
@@ -87,15 +77,9 @@ class SessionPool:
             self._released = anyio.Event()
 
     async def depth(self, session: Session) -> int:
-        return await self.engine.run(lambda rt: rt.session(session.id).n_past - rt.anchor)
+        return await self.engine.depth(session)
 
-    async def remember(self, key: Hashable, turn: str) -> None:
-        """Add a turn to `key`'s session now (call it inside `lease`); rebuild the session when too deep."""
-        entry = self._entries.get(key)
-        if entry is not None:
-            await self._append_turn(entry, turn)
-
-    def defer(self, key: Hashable, turn: str) -> None:
+    def defer(self, key: Hashable, turn: Turn) -> None:
         """Queue a turn for `key`'s session (inside `lease`): decoded by `settle`, or before its next lease."""
         entry = self._entries.get(key)
         if entry is not None:
@@ -108,14 +92,5 @@ class SessionPool:
             async with self.lease(key):
                 pass
 
-    async def _append_turn(self, entry: _Entry, turn: str) -> None:
-        session = entry.session
-
-        def append(rt: Runtime) -> None:
-            state = rt.session(session.id)
-            tokens = rt.model.tokenize(turn, special=True)
-            if state.n_past - rt.anchor + len(tokens) > self.max_depth:
-                rt.rewind(state, rt.anchor)  # too deep: start again from the preamble with this turn only
-            rt.append(state, tokens[-self.max_depth :], logits=False)
-
-        await self.engine.run(append)
+    async def _append_turn(self, entry: _Entry, turn: Turn) -> None:
+        await self.engine.append_turn(entry.session, turn, max_depth=self.max_depth)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ import anyio
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Session
+from nexus_gateway.engine import Session, Turn
 from nexus_gateway.engine.settings import compiled_root, engine_settings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
@@ -35,6 +36,7 @@ from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.routing import gate
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +69,12 @@ class Candidate:
         return self.generated.schema_valid and self.grounding.invented == 0
 
     def summary(self) -> dict[str, Any]:
-        return {"tool": self.record.name, "arguments": self.generated.arguments,
-                "schema_valid": self.generated.schema_valid, "invented": self.grounding.invented}  # fmt: skip
+        return {
+            "tool": self.record.name,
+            "arguments": self.generated.arguments,
+            "schema_valid": self.generated.schema_valid,
+            "invented": self.grounding.invented,
+        }
 
 
 class Runner:
@@ -134,8 +140,9 @@ class Runner:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
         key = self._key(client)
-        margin = round(results[0].score - results[1].score, 4) if len(results) > 1 else None
-        trace: dict[str, Any] = {"score": results[0].score, "margin": margin, "routing": "automatic"}
+        margin = gate.margin([result.score for result in results])
+        shown = round(margin, 4) if math.isfinite(margin) else None
+        trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic"}
         async with pool.lease(key) as engine_session:
             picked = await self._pick(generator, engine_session, query, results, trace)
             if picked is None:
@@ -152,13 +159,15 @@ class Runner:
             called = await self.gateway.call_upstream(record, generated.arguments)
             upstream = called if isinstance(called, dict) else called.model_dump(by_alias=True, exclude_none=True)
             answer = _text(upstream.get("content") or [])
-            turn = (f"Earlier request: {query}\nArguments: {json.dumps(generated.arguments)}\n"
-                    f"Result: {' '.join(answer.split())[:RESULT_CHARS]}\n")  # fmt: skip
+            turn = Turn(query, json.dumps(generated.arguments), " ".join(answer.split())[:RESULT_CHARS])
             pool.defer(key, turn)  # decoded after the answer has gone out, or before this client's next run
         self._settle_later(pool, key)
         structured = {"status": "called", "trace": trace, "result": upstream.get("structuredContent")}
-        return {"content": upstream.get("content") or [], "structuredContent": structured,
-                "isError": bool(upstream.get("isError"))}  # fmt: skip
+        return {
+            "content": upstream.get("content") or [],
+            "structuredContent": structured,
+            "isError": bool(upstream.get("isError")),
+        }
 
     async def _pick(
         self,
@@ -191,8 +200,9 @@ class Runner:
 
     def _proposal(self, record: ToolRecord, generated: Generated, trace: dict[str, Any]) -> types.CallToolResult:
         call = {"name": record.name, "arguments": generated.arguments}
-        text = (f"{record.name} is not read-only, so it was not called. To run it, call call_tool with "
-                f"{json.dumps(call)}")  # fmt: skip
+        text = (
+            f"{record.name} is not read-only, so it was not called. To run it, call call_tool with {json.dumps(call)}"
+        )
         return _result(text, {"status": "proposed", "call": call, "trace": trace})
 
     def _candidates(self, results: list[SearchResult], trace: dict[str, Any]) -> types.CallToolResult:

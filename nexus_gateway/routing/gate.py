@@ -107,3 +107,13 @@ def gate_stats(margins: Sequence[float], correct: Sequence[bool], tau: float) ->
     coverage = len(decided) / len(margins) if margins else 0.0
     precision = sum(decided) / len(decided) if decided else 1.0
     return coverage, precision
+
+
+def margin(scores: Sequence[float]) -> float:
+    """Top-1 minus top-2 of `scores` (best first); infinite when there is no second."""
+    return scores[0] - scores[1] if len(scores) > 1 else math.inf
+
+
+def decide(scores: Sequence[float], tau: float) -> bool:
+    """Whether the first of `scores` (best first) is chosen automatically: its margin is at least `tau`."""
+    return bool(scores) and margin(scores) >= tau

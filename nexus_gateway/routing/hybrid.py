@@ -51,8 +51,10 @@ class HybridRetriever:
             else:
                 logger.warning(
                     "routing calibration was made with %s, not %s: nothing is routed automatically until "
-                    "`nexus-gateway calibrate routing` is run", calibration.embedder, embedder.name,
-                )  # fmt: skip
+                    "`nexus-gateway calibrate routing` is run",
+                    calibration.embedder,
+                    embedder.name,
+                )
         if index_path is not None and self.slb.load(index_path):
             logger.info("loaded %d tool vectors from %s", len(self.slb), index_path)
             self.slb.sync([], [])  # remembered, not searchable: what is searchable is what `index` was given

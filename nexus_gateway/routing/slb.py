@@ -124,6 +124,20 @@ class SemanticLookasideBuffer:
         """Whether `top` answers from faiss (and a full `scan` should be avoided)."""
         return self._faiss is not None
 
+    @property
+    def matrix(self) -> np.ndarray:
+        """The dequantized vectors (float32, one row a tool, buffer order) that `scan` multiplies; read-only."""
+        return self._matrix
+
+    def subset(self, rows: Sequence[int]) -> SemanticLookasideBuffer:
+        """A buffer of some of these tools only (their vectors as they are: nothing is embedded again)."""
+        part = SemanticLookasideBuffer(self.embedder)
+        chosen = np.asarray(rows, dtype=np.int64)
+        part.names, part.hashes = [self.names[i] for i in chosen], [self.hashes[i] for i in chosen]
+        part.codes, part.scales = self.codes[chosen], self.scales[chosen]
+        part._rebuild()
+        return part
+
     def top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(indices, scores) of the k best tools, best first."""
         k = min(k, len(self.names))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nexus_gateway.engine.compiler import compile_tools, records_from_tools_json
+from nexus_gateway.engine.compiler import compile_tools
 from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.evals.dataset import load_tools, tool_records
 from tests.engine.conftest import EMAIL, WEATHER, use_store
 
 
@@ -42,4 +43,5 @@ def test_a_corrupt_block_is_compiled_again(fresh: Runtime, tmp_path: Path, monke
 def test_tools_json_names_are_kept_exactly_as_given(tmp_path: Path):
     path = tmp_path / "tools.json"
     path.write_text('[{"name": "a.b c", "inputSchema": {"type": "object"}}, {"name": "t", "server": "s"}]')
-    assert [record.name for record in records_from_tools_json(path)] == ["a.b c", "s__t"]
+    assert list(tool_records(load_tools(path), namespaced=True)) == ["a.b c", "s__t"]
+    assert list(tool_records(load_tools(path))) == ["a.b c", "t"]

@@ -8,9 +8,11 @@ import anyio
 import numpy as np
 import pytest
 
+from nexus_gateway.engine import Turn
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import EngineError
+from nexus_gateway.generation.grammar import grammar_for
 from tests.engine.conftest import EMAIL, WEATHER, request_logits, settings
 
 TEXT_X = 'Earlier request: what is the capital of France\nArguments: {"q": "France"}\n'
@@ -77,12 +79,16 @@ async def test_local_engine_runs_every_job_on_its_one_worker_thread(tmp_path):
         async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
             report = await engine.compile([WEATHER])
             session = await engine.open_session()
-            placement = await engine.place_tool(session, WEATHER)
-            await engine.append(session, 'Request: weather in Oslo<end_of_turn>\n<start_of_turn>model\n{"')
-            text = await engine.generate(session, max_tokens=4)
+            plan = grammar_for(WEATHER.input_schema)
+            decoded = await engine.decode_arguments(
+                session, WEATHER, "weather in Oslo", grammar=plan.gbnf, opens_key=True, form="splice", max_tokens=32
+            )
+            await engine.append_turn(session, Turn("weather in Oslo", decoded.text), max_depth=256)
+            depth = await engine.depth(session)
             threads = {await engine.run(lambda rt: threading.get_ident()) for _ in range(3)}
             await engine.close_session(session)
-    assert report.compiled == 1 and placement.mode == "splice" and text
+    assert report.compiled == 1 and decoded.placement is not None and decoded.placement.mode == "splice"
+    assert decoded.complete and depth > 0
     assert len(threads) == 1 and threading.get_ident() not in threads
 
 

@@ -9,7 +9,6 @@ import anyio
 import pytest
 
 from nexus_gateway.engine.worker import EngineWorker
-from nexus_gateway.generation.decoding import decode_arguments
 from nexus_gateway.generation.generator import ArgumentGenerator
 from nexus_gateway.generation.grammar import grammar_for
 from tests.engine.conftest import EMAIL, WEATHER, settings
@@ -85,10 +84,8 @@ async def test_batched_generation_matches_generation_alone(tmp_path, monkeypatch
         for record, query in requests:
             session = await engine.open_session()
             plan = grammar_for(record.input_schema)
-            decoded = await engine.run(
-                lambda rt, s=session, r=record, q=query, p=plan: decode_arguments(
-                    rt, rt.session(s.id), r, q, p, "signature", 64
-                )
+            decoded = await engine.decode_arguments(
+                session, record, query, grammar=plan.gbnf, opens_key=plan.opens_key, form="signature", max_tokens=64
             )
             alone.append(decoded.text)
             await engine.close_session(session)

@@ -3,18 +3,19 @@
 import pytest
 
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.generation.decoding import MODES, decode_arguments
+from nexus_gateway.generation.generator import FORMS
 from nexus_gateway.generation.grammar import grammar_for, parse_object
 from nexus_gateway.validation import schema_problems
 from tests.engine.conftest import EMAIL, WEATHER
+from tests.generation.conftest import decode_alone
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", FORMS)
 def test_arguments_parse_and_validate_in_every_mode(gen_runtime: Runtime, mode):
     gen_runtime.reset()
     state = gen_runtime.open_session()
     for record, query in ((WEATHER, "What is the weather in Paris?"), (EMAIL, "Email bob@example.com about lunch")):
-        decoded = decode_arguments(gen_runtime, state, record, query, grammar_for(record.input_schema), mode, 96)
+        decoded = decode_alone(gen_runtime, state, record, query, grammar_for(record.input_schema), mode, 96)
         arguments = parse_object(decoded.text)
         assert decoded.complete and arguments is not None, decoded.text
         assert schema_problems(record.input_schema, arguments) == []
@@ -26,7 +27,7 @@ def test_decoding_leaves_the_session_exactly_where_it_was(gen_runtime: Runtime):
     state = gen_runtime.open_session()
     gen_runtime.append_text(state, "Earlier request: hello\nArguments: {}\n", logits=False)
     before = (state.n_past, gen_runtime.ctx.seq_range(state.seq))
-    decode_arguments(gen_runtime, state, WEATHER, "Weather in Rome", grammar_for(WEATHER.input_schema), "prefill", 64)
+    decode_alone(gen_runtime, state, WEATHER, "Weather in Rome", grammar_for(WEATHER.input_schema), "prefill", 64)
     assert (state.n_past, gen_runtime.ctx.seq_range(state.seq)) == before
 
 
@@ -35,5 +36,5 @@ def test_the_generic_grammar_still_yields_a_json_object(gen_runtime: Runtime, mo
     plan = grammar_for(WEATHER.input_schema)
     gen_runtime.reset()
     state = gen_runtime.open_session()
-    decoded = decode_arguments(gen_runtime, state, WEATHER, "Weather in Oslo", plan, "signature", 64)
+    decoded = decode_alone(gen_runtime, state, WEATHER, "Weather in Oslo", plan, "signature", 64)
     assert plan.kind == "generic" and parse_object(decoded.text) is not None, decoded.text

@@ -3,6 +3,7 @@
 import anyio
 import pytest
 
+from nexus_gateway.engine import Turn
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.generation.sessions import SessionPool
 from tests.engine.conftest import settings
@@ -15,7 +16,9 @@ async def test_a_client_session_keeps_its_history_and_the_least_recently_used_is
         async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
             pool = SessionPool(engine, 2, max_depth=400)
             async with pool.lease("a") as a:
-                await pool.remember("a", "Earlier request: hi\nArguments: {}\n")
+                pool.defer("a", Turn("hi", "{}"))
+            await pool.settle("a")
+            async with pool.lease("a") as a:
                 grown = await pool.depth(a)
             async with pool.lease("b") as b:
                 assert await pool.depth(b) == 0
@@ -32,9 +35,11 @@ async def test_a_session_too_deep_is_rebuilt_from_its_latest_turn(tmp_path):
     with anyio.fail_after(120):
         async with LocalEngine(settings(sessions=1), compiled_root=tmp_path) as engine:
             pool = SessionPool(engine, 1, max_depth=40)
+            for number in range(6):
+                async with pool.lease("a"):
+                    pool.defer("a", Turn(f"turn {number}", "{}"))
+                await pool.settle("a")
             async with pool.lease("a") as a:
-                for number in range(6):
-                    await pool.remember("a", f"Earlier request: turn {number}\nArguments: {{}}\n")
                 assert 0 < await pool.depth(a) <= 40
 
 
@@ -43,11 +48,11 @@ async def test_a_deferred_turn_is_in_the_session_before_the_next_lease_or_after_
         async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
             pool = SessionPool(engine, 2, max_depth=400)
             async with pool.lease("a") as a:
-                pool.defer("a", "Earlier request: hi\nArguments: {}\n")
+                pool.defer("a", Turn("hi", "{}"))
                 assert await pool.depth(a) == 0  # queued, not decoded yet
             async with pool.lease("a") as again:  # the next lease decodes it first
                 first = await pool.depth(again)
-                pool.defer("a", "Earlier request: and again\nArguments: {}\n")
+                pool.defer("a", Turn("and again", "{}"))
             await pool.settle("a")
             async with pool.lease("a") as settled:
                 assert 0 < first < await pool.depth(settled)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.routing.gate import Calibration, calibrate_tau, gate_stats
+from nexus_gateway.routing.gate import Calibration, calibrate_tau, decide, gate_stats, margin
 
 
 def test_tau_is_the_smallest_margin_meeting_the_target_precision():
@@ -48,3 +48,10 @@ def test_the_shipped_calibration_matches_the_default_embedder():
     calibration = Calibration.load(DEFAULT_CALIBRATION)
     assert calibration.embedder == make_embedder("default").name
     assert calibration.precision >= calibration.target_precision and 0 < calibration.tau < 1
+
+
+def test_the_gate_decides_alone_only_when_the_best_clears_the_second_by_tau():
+    assert decide([0.9, 0.5], 0.4) and not decide([0.9, 0.6], 0.4)
+    assert decide([0.3], math.inf)  # a single candidate is the choice, whatever tau says
+    assert not decide([], 0.0)
+    assert margin([0.9, 0.5]) == pytest.approx(0.4) and math.isinf(margin([0.9]))

@@ -1,0 +1,95 @@
+"""Grammar-constrained greedy decoding of one tool call's arguments, run on the engine thread.
+
+    [session history] tool text (signature | block | schema) request ... {"   <- prompt
+                                                              city": "Paris"}  <- decoded under the grammar
+
+The tool text and the request are scratch work: the session is rewound to where it was, so only the
+turns the caller keeps (`Runtime.append_turn`) make its history grow. The clock starts before the tool
+text is placed; the first argument token is the first one the grammar lets through.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator
+
+import numpy as np
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.config import ToolForm
+from nexus_gateway.engine import Decoded
+from nexus_gateway.engine.llama import GrammarSampler
+from nexus_gateway.engine.runtime import Runtime, SessionState
+from nexus_gateway.engine.splicer import Placement
+
+
+def place(rt: Runtime, state: SessionState, record: ToolRecord, form: ToolForm) -> Placement:
+    if form == "signature":
+        return rt.place_tool(state, record, form="signature")
+    if form == "splice":
+        return rt.place_tool(state, record)
+    return rt.prefill_tool(state, record)
+
+
+def request_text(rt: Runtime, query: str, opens_key: bool) -> tuple[str, str]:
+    """The request as decoded and the JSON it has already opened: `{"` when a key must come, else `{`."""
+    text = rt.layout.request_text(query)
+    if not text.endswith('{"'):
+        text += '{"'
+    return (text, '{"') if opens_key else (text[:-1], "{")
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+Step = tuple[SessionState, int]
+"""A decoding step asked of whoever drives `decode_steps`: decode this token into this session."""
+
+
+def decode_steps(
+    rt: Runtime,
+    state: SessionState,
+    record: ToolRecord,
+    query: str,
+    *,
+    grammar: str,
+    opens_key: bool,
+    form: ToolForm,
+    max_tokens: int,
+) -> Generator[Step, np.ndarray, Decoded]:
+    """The decoding of one call's arguments, a token at a time: yields each chosen token (with its session)
+    and is sent the next-token logits back. The tool text and the request are prefilled directly. The
+    engine worker drives it, decoding the steps of every concurrent session in one batch
+    (`Runtime.append_each`)."""
+    started = time.perf_counter()
+    mark = state.n_past
+    try:
+        placement = place(rt, state, record, form)
+        request, opened = request_text(rt, query, opens_key)
+        logits = rt.append_text(state, request)
+        tokens: list[int] = []
+        text, ttft = opened, 0.0
+        with GrammarSampler(rt.model, grammar) as sampler:
+            for token in rt.model.tokenize(opened):
+                sampler.accept(token)
+            while len(tokens) < max_tokens and logits is not None:
+                choice = sampler.choose(logits)
+                if choice is None or rt.model.is_end(choice):
+                    break
+                token = choice
+                if not tokens:
+                    ttft = time.perf_counter() - started
+                sampler.accept(token)
+                tokens.append(token)
+                text = opened + rt.model.detokenize(tokens)
+                if _is_object(text):
+                    break
+                logits = yield state, token
+        return Decoded(text, _is_object(text), placement, len(tokens), ttft, time.perf_counter() - started)
+    finally:
+        rt.rewind(state, mark)
