@@ -3,6 +3,7 @@
     LlamaModel    a GGUF loaded once: tokenizer, vocabulary, shape of its KV cache
     LlamaContext  one context with several sequences in a unified KV cache (one sequence per session):
                   decode, sequence ops (rm / cp / add), a sequence's state out and back in, logits
+    LlamaEmbedding  a GGUF opened for embeddings (the `gguf:PATH` embedder): one pooled vector a text
 
 Everything here is synchronous and owned by one thread (the engine worker); a context refuses calls
 from any other thread. llama.cpp's own log lines go to the `nexus_gateway.engine.llama` logger at
@@ -325,6 +326,70 @@ class LlamaContext:
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 """`llama_token_data` as a numpy record, so a whole vocabulary is handed to llama.cpp without a Python loop."""
+
+
+class LlamaEmbedding:
+    """A GGUF model with a context that pools its last hidden states into one vector per text: the model's
+    own pooling (CLS for BERT-style models, mean for nomic-embed and kin), or the mean when the model
+    declares none (a chat model such as the packaged Gemma). Texts are cut to `n_ctx` tokens. Calls are
+    serialized by a lock (the semantic index embeds from worker threads); `close()` frees it."""
+
+    def __init__(self, path: Path, *, n_ctx: int = 512, threads: int | None = None) -> None:
+        self.model = LlamaModel(path)
+        self.n_embd = self.model.info.n_embd
+        self.n_ctx = n_ctx
+        self._lock = threading.Lock()
+        try:
+            self._handle = self._context(lc.LLAMA_POOLING_TYPE_UNSPECIFIED, threads)
+            if lc.llama_pooling_type(self._handle) == lc.LLAMA_POOLING_TYPE_NONE:
+                lc.llama_free(self._handle)
+                self._handle = self._context(lc.LLAMA_POOLING_TYPE_MEAN, threads)
+        except BaseException:
+            self.model.close()
+            raise
+        self._batch = lc.llama_batch_init(n_ctx, 0, 1)
+
+    def _context(self, pooling: int, threads: int | None) -> Any:
+        params = lc.llama_context_default_params()
+        params.n_ctx = params.n_batch = params.n_ubatch = self.n_ctx
+        params.n_seq_max = 1
+        params.embeddings = True
+        params.pooling_type = pooling
+        params.n_threads = params.n_threads_batch = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        handle = lc.llama_init_from_model(self.model.handle, params)
+        if not handle:
+            raise EngineError(f"{self.model.path}: llama.cpp could not create an embedding context")
+        return handle
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with self._lock:
+            if self._handle is None:
+                raise EngineError(f"{self.model.path}: the embedding model is closed")
+            return [self._embed_one(text) for text in texts]
+
+    def _embed_one(self, text: str) -> list[float]:
+        tokens = self.model.tokenize(text, bos=True)[: self.n_ctx] or self.model.tokenize(" ", bos=True)
+        lc.llama_memory_clear(lc.llama_get_memory(self._handle), True)
+        batch = self._batch
+        batch.n_tokens = len(tokens)
+        for i, token in enumerate(tokens):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, i, 1, 1
+            batch.seq_id[i][0] = 0
+        status = lc.llama_decode(self._handle, batch)
+        if status != 0:
+            raise EngineError(f"{self.model.path}: embedding failed (llama_decode status {status})")
+        vector = lc.llama_get_embeddings_seq(self._handle, 0)
+        if not vector:
+            raise EngineError(f"{self.model.path}: llama.cpp returned no pooled embedding for this model")
+        return [float(x) for x in vector[: self.n_embd]]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                lc.llama_batch_free(self._batch)
+                lc.llama_free(self._handle)
+                self._handle = None
+                self.model.close()
 
 
 class GrammarSampler:

@@ -8,9 +8,9 @@ Backends, named by `make_embedder(spec)`:
 - `"gguf:/path/model.gguf"`: any GGUF embedding model (nomic-embed-text, bge, e5...) run by llama.cpp.
 
 Only the engine module imports `llama_cpp`. The GGUF backend therefore takes a loader: a callable that opens the
-file and returns an `EmbeddingModel` (anything with `n_embd` and `embed(texts)`). The engine module provides that
-loader and the gateway passes it to `make_embedder(spec, gguf_loader=...)`; without one, a `gguf:` spec is a
-`ConfigError` that says so.
+file and returns an `EmbeddingModel` (anything with `n_embd` and `embed(texts)`). By default it is the engine's
+`LlamaEmbedding` (engine/llama.py), imported only when a `gguf:` spec is used; the model's own pooling is used,
+or the mean of its hidden states when it declares none.
 """
 
 from __future__ import annotations
@@ -126,10 +126,16 @@ def embedder_factory(spec: str | None, *, gguf_loader: GGUFLoader | None = None)
         path = Path(spec.removeprefix("gguf:")).expanduser()
         if not path.is_file():
             raise ConfigError(f"Embedder {spec!r}: no GGUF file at {path}.")
-        if gguf_loader is None:
-            raise ConfigError(f"Embedder {spec!r} needs the llama.cpp engine, which this gateway was started without.")
-        loader = gguf_loader
-        return lambda: LlamaCppEmbedder(loader(path), name=f"gguf:{path.name}")
+
+        def build() -> Embedder:
+            loader = gguf_loader
+            if loader is None:
+                from nexus_gateway.engine.llama import LlamaEmbedding  # llama.cpp loads only here
+
+                loader = LlamaEmbedding
+            return LlamaCppEmbedder(loader(path), name=f"gguf:{path.name}")
+
+        return build
     raise ConfigError(f"Unknown embedder {spec!r}: use 'default', 'hashing' or 'gguf:/path/to/model.gguf'.")
 
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from nexus_gateway.errors import ConfigError
+from nexus_gateway.engine.model import resolve_model
+from nexus_gateway.errors import ConfigError, EngineError
 from nexus_gateway.routing.embedders import Embedder, HashingEmbedder, LlamaCppEmbedder, make_embedder
 
 TOOLS = [
@@ -114,13 +115,26 @@ def test_gguf_model_that_returns_the_wrong_shape_is_an_error():
         LlamaCppEmbedder(Broken(), name="broken").embed_batch(["a", "b"])
 
 
-def test_gguf_spec_without_the_engine_or_file_and_unknown_specs_are_config_errors(tmp_path):
-    model_file = tmp_path / "model.gguf"
-    model_file.write_bytes(b"GGUF")
-    with pytest.raises(ConfigError, match=r"llama\.cpp engine"):
-        make_embedder(f"gguf:{model_file}")
+def test_a_gguf_spec_naming_no_model_file_and_unknown_specs_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="no GGUF file"):
         make_embedder(f"gguf:{tmp_path / 'missing.gguf'}", gguf_loader=lambda path: FakeEmbeddingModel())
     with pytest.raises(ConfigError, match="Unknown embedder"):
         make_embedder("word2vec")
     assert isinstance(make_embedder("hashing"), HashingEmbedder)
+
+
+def test_a_gguf_spec_loads_the_model_with_the_engine_and_embeds_unit_vectors():
+    """The packaged Gemma 3 270M is a chat model: it declares no pooling, so its hidden states are averaged."""
+    path = resolve_model(None).path
+    embedder = make_embedder(f"gguf:{path}")
+    vectors = embedder.embed_batch(TOOLS[:2])
+    assert embedder.name == f"gguf:{path.name}"
+    assert_unit_rows(vectors, 2, embedder.dim)
+    assert embedder.dim == 640 and not np.allclose(vectors[0], vectors[1])
+
+
+def test_a_file_llama_cpp_cannot_load_is_an_engine_error(tmp_path):
+    model_file = tmp_path / "model.gguf"
+    model_file.write_bytes(b"GGUF")
+    with pytest.raises(EngineError, match="could not load"):
+        make_embedder(f"gguf:{model_file}")

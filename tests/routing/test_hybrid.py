@@ -54,3 +54,14 @@ def test_large_catalogs_answer_from_faiss_with_the_same_ranking(monkeypatch):
     found = large.search("weather forecast for a city", 5)
     assert found[0].name == expected[0].name == "weather__get_forecast"
     assert [round(h.score, 5) for h in found] == [round(h.score, 5) for h in expected]  # equal up to ties
+
+
+def test_a_gguf_embedder_named_in_the_config_routes_through_the_hybrid_index(tmp_path: Path):
+    from nexus_gateway.engine.model import resolve_model
+
+    retriever = build_retriever(f"gguf:{resolve_model(None).path}", tmp_path)
+    weather = ToolRecord.from_tool("w", {"name": "get_forecast", "description": "Weather forecast for a city"})
+    mail = ToolRecord.from_tool("m", {"name": "send_email", "description": "Send an email to a recipient"})
+    retriever.index([weather, mail])
+    assert retriever.search("what is the weather forecast for Paris", 2)[0].name == weather.name
+    assert (tmp_path / "index-gguf_gemma-3-270m-q4_k_m.gguf.npz").is_file()  # the vectors persist like any embedder's
