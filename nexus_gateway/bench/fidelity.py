@@ -67,7 +67,8 @@ class Trial:
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     values = logits.astype(np.float64)
     shifted = values - values.max()
-    return shifted - math.log(float(np.exp(shifted).sum()))
+    result: np.ndarray = shifted - math.log(float(np.exp(shifted).sum()))
+    return result
 
 
 def kl_divergence(reference: np.ndarray, other: np.ndarray) -> float:

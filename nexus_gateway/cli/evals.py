@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.progress import Progress
 from rich.table import Table
 
 from nexus_gateway.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nexus_gateway.evals.dataset import Case
 
 eval_app = typer.Typer(help="Evaluate on labelled sets (tools.json + cases.jsonl).", no_args_is_help=True)
 calibrate_app = typer.Typer(help="Calibrate thresholds on labelled sets.", no_args_is_help=True)
@@ -26,7 +29,9 @@ FusionOption = Annotated[str, typer.Option(help="linear | rrf | dense | lexical"
 LimitOption = Annotated[int | None, typer.Option(help="Evaluate a seeded random sample of this many cases.")]
 
 
-def _load(tools: Path, cases: Path, distractors: list[Path], limit: int | None, seed: int) -> tuple[list, list]:
+def _load(
+    tools: Path, cases: Path, distractors: list[Path], limit: int | None, seed: int
+) -> tuple[list[dict[str, Any]], list[Case]]:
     from nexus_gateway.evals.dataset import load_cases, load_tools
 
     pool = load_tools(tools)

@@ -50,7 +50,9 @@ def gateway_entry(gateway_config: Path) -> dict[str, Any]:
     return {"command": sys.executable, "args": ["-m", "nexus_gateway", "serve", "--config", str(gateway_config)]}
 
 
-def plan_import(claude: dict[str, Any], existing: dict[str, Any] | None, gateway_config: Path) -> tuple[dict, dict]:
+def plan_import(
+    claude: dict[str, Any], existing: dict[str, Any] | None, gateway_config: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return (new gateway config, new Claude config). Pure: nothing is written."""
     servers = {name: entry for name, entry in (claude.get("mcpServers") or {}).items() if name != GATEWAY_ENTRY}
     merged = dict(existing or {})

@@ -42,14 +42,16 @@ _EXPECTED = ("using full-size SWA cache", "was not control-type")
 (`swa_full` below) and the packaged Gemma's `</s>` token type is a known quirk of its file. Kept at DEBUG."""
 
 
-@lc.llama_log_callback
-def _forward_log(level: int, text: bytes, user_data: Any) -> None:
+def _log_line(level: int, text: bytes, user_data: Any) -> None:
     mapped = _last_level[0] if level == 5 else _LOG_LEVELS.get(level, logging.DEBUG)
     _last_level[0] = mapped
     message = text.decode("utf-8", errors="replace").rstrip()
     if message:
         logger.log(logging.DEBUG if any(known in message for known in _EXPECTED) else mapped, "%s", message)
 
+
+_forward_log = lc.llama_log_callback(_log_line)
+"""The C callback llama.cpp logs through (kept referenced for the life of the process)."""
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -300,7 +302,7 @@ class LlamaContext:
         handle = self._check()
         view = (ctypes.c_uint8 * length).from_buffer(data, offset)
         try:
-            return lc.llama_state_seq_set_data(handle, view, length, seq) == length
+            return bool(lc.llama_state_seq_set_data(handle, view, length, seq) == length)
         finally:
             del view
 
@@ -457,4 +459,4 @@ def schema_to_gbnf(schema: str, prop_order: list[str] | None = None) -> str:
     """llama.cpp's JSON Schema -> GBNF converter (pure Python; raises on schemas it cannot express)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    return json_schema_to_gbnf(schema, prop_order)
+    return str(json_schema_to_gbnf(schema, prop_order))

@@ -88,13 +88,15 @@ class EngineWorker(Generic[R]):
 
     async def call(self, fn: Callable[[R], T]) -> T:
         """Run `fn(runtime)` on the engine thread and return its result (or raise its exception)."""
-        return await self._submit(_Job(fn))
+        result: T = await self._submit(_Job(fn))
+        return result
 
     async def call_stepped(self, fn: Callable[[R], Generator[Any, Any, T]]) -> T:
         """Run the stepped job `fn(runtime)`, its steps batched with those of other stepped jobs."""
         if self._step_many is None:
             raise EngineError("this engine worker cannot batch steps")
-        return await self._submit(_Job(fn, stepped=True))
+        result: T = await self._submit(_Job(fn, stepped=True))
+        return result
 
     async def _submit(self, job: _Job) -> Any:
         if not self._thread.is_alive():
@@ -240,8 +242,14 @@ class LocalEngine:
         """Decoded with the steps of every other session decoding at the same time (one batch a token)."""
         return await self._worker.call_stepped(
             lambda rt: decode_steps(
-                rt, rt.session(session.id), record, query,
-                grammar=grammar, opens_key=opens_key, form=form, max_tokens=max_tokens,
+                rt,
+                rt.session(session.id),
+                record,
+                query,
+                grammar=grammar,
+                opens_key=opens_key,
+                form=form,
+                max_tokens=max_tokens,
             )
         )
 

@@ -82,4 +82,5 @@ class MiniLMEmbedder:
         (hidden,) = self._session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: np.ndarray = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return unit

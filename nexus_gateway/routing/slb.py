@@ -151,14 +151,17 @@ class SemanticLookasideBuffer:
 
     def scores_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact scores of some tools only."""
-        return self._matrix[rows] @ query
+        scores: np.ndarray = self._matrix[rows] @ query
+        return scores
 
     def scan(self, query: np.ndarray) -> np.ndarray:
         """Inner product of `query` (a unit vector) with every tool vector, in buffer order."""
-        return self._matrix @ query
+        scores: np.ndarray = self._matrix @ query
+        return scores
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embedder.embed_batch([text])[0]
+        vector: np.ndarray = self.embedder.embed_batch([text])[0]
+        return vector
 
     # -- persistence ---------------------------------------------------------------------------
 
