@@ -46,6 +46,17 @@ class Turn:
     """The start of the tool's result, when the tool was called."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Decoding:
+    """How one call's arguments are decoded: the tool shown as `form`, then greedy under the GBNF `grammar`
+    after a prompt that ends with `{"` (`opens_key`: the object must have a first key) or `{`."""
+
+    grammar: str
+    opens_key: bool
+    form: ToolForm
+    max_tokens: int
+
+
 @dataclass(frozen=True)
 class Decoded:
     """One call's arguments as the model decoded them."""
@@ -74,19 +85,8 @@ class Engine(Protocol):
         """Decode a turn into the session; past `max_depth` tokens it restarts from this turn alone."""
         ...
 
-    async def decode_arguments(
-        self,
-        session: Session,
-        record: ToolRecord,
-        query: str,
-        *,
-        grammar: str,
-        opens_key: bool,
-        form: ToolForm,
-        max_tokens: int,
-    ) -> Decoded:
-        """Place the tool (`form`), decode the arguments for `query` under the GBNF `grammar` (the prompt
-        ends with `{"` when `opens_key`, else `{`), and leave the session as it was."""
+    async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
+        """Place the tool, decode the arguments for `query` as `how` says, and leave the session as it was."""
         ...
 
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:

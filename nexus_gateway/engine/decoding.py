@@ -18,7 +18,7 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded
+from nexus_gateway.engine import Decoded, Decoding
 from nexus_gateway.engine.llama import GrammarSampler
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
@@ -52,15 +52,7 @@ Step = tuple[SessionState, int]
 
 
 def decode_steps(
-    rt: Runtime,
-    state: SessionState,
-    record: ToolRecord,
-    query: str,
-    *,
-    grammar: str,
-    opens_key: bool,
-    form: ToolForm,
-    max_tokens: int,
+    rt: Runtime, state: SessionState, record: ToolRecord, query: str, how: Decoding
 ) -> Generator[Step, np.ndarray, Decoded]:
     """The decoding of one call's arguments, a token at a time: yields each chosen token (with its session)
     and is sent the next-token logits back. The tool text and the request are prefilled directly. The
@@ -69,15 +61,15 @@ def decode_steps(
     started = time.perf_counter()
     mark = state.n_past
     try:
-        placement = place(rt, state, record, form)
-        request, opened = request_text(rt, query, opens_key)
+        placement = place(rt, state, record, how.form)
+        request, opened = request_text(rt, query, how.opens_key)
         logits = rt.append_text(state, request)
         tokens: list[int] = []
         text, ttft = opened, 0.0
-        with GrammarSampler(rt.model, grammar) as sampler:
+        with GrammarSampler(rt.model, how.grammar) as sampler:
             for token in rt.model.tokenize(opened):
                 sampler.accept(token)
-            while len(tokens) < max_tokens and logits is not None:
+            while len(tokens) < how.max_tokens and logits is not None:
                 choice = sampler.choose(logits)
                 if choice is None or rt.model.is_end(choice):
                     break

@@ -29,8 +29,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded, Session, Turn
+from nexus_gateway.engine import Decoded, Decoding, Session, Turn
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
@@ -228,30 +227,9 @@ class LocalEngine:
     async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
         await self._worker.call(lambda rt: rt.append_turn(rt.session(session.id), turn, max_depth=max_depth))
 
-    async def decode_arguments(
-        self,
-        session: Session,
-        record: ToolRecord,
-        query: str,
-        *,
-        grammar: str,
-        opens_key: bool,
-        form: ToolForm,
-        max_tokens: int,
-    ) -> Decoded:
+    async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
         """Decoded with the steps of every other session decoding at the same time (one batch a token)."""
-        return await self._worker.call_stepped(
-            lambda rt: decode_steps(
-                rt,
-                rt.session(session.id),
-                record,
-                query,
-                grammar=grammar,
-                opens_key=opens_key,
-                form=form,
-                max_tokens=max_tokens,
-            )
-        )
+        return await self._worker.call_stepped(lambda rt: decode_steps(rt, rt.session(session.id), record, query, how))
 
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         chosen = list(records)

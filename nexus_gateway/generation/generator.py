@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded, Engine, Session
+from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import invented_optional
 from nexus_gateway.validation import schema_problems
@@ -108,15 +108,8 @@ class ArgumentGenerator:
             await self.prepare([record])
         decoded = _NOTHING_TO_DECODE
         if not plan.empty:
-            decoded = await self.engine.decode_arguments(
-                session,
-                record,
-                query,
-                grammar=plan.gbnf,
-                opens_key=plan.opens_key,
-                form=chosen,
-                max_tokens=self.max_tokens,
-            )
+            how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form=chosen, max_tokens=self.max_tokens)
+            decoded = await self.engine.decode_arguments(session, record, query, how)
         arguments = parse_object(decoded.text)
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
         if arguments and dropped:

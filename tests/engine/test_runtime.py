@@ -8,7 +8,7 @@ import anyio
 import numpy as np
 import pytest
 
-from nexus_gateway.engine import Turn
+from nexus_gateway.engine import Decoding, Turn
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import EngineError
@@ -80,9 +80,8 @@ async def test_local_engine_runs_every_job_on_its_one_worker_thread(tmp_path):
             report = await engine.compile([WEATHER])
             session = await engine.open_session()
             plan = grammar_for(WEATHER.input_schema)
-            decoded = await engine.decode_arguments(
-                session, WEATHER, "weather in Oslo", grammar=plan.gbnf, opens_key=True, form="splice", max_tokens=32
-            )
+            how = Decoding(grammar=plan.gbnf, opens_key=True, form="splice", max_tokens=32)
+            decoded = await engine.decode_arguments(session, WEATHER, "weather in Oslo", how)
             await engine.append_turn(session, Turn("weather in Oslo", decoded.text), max_depth=256)
             depth = await engine.depth(session)
             threads = {await engine.run(lambda rt: threading.get_ident()) for _ in range(3)}

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from nexus_gateway.engine import Decoding
 from nexus_gateway.engine.worker import EngineWorker
 from nexus_gateway.generation.generator import ArgumentGenerator
 from nexus_gateway.generation.grammar import grammar_for
@@ -84,9 +85,8 @@ async def test_batched_generation_matches_generation_alone(tmp_path, monkeypatch
         for record, query in requests:
             session = await engine.open_session()
             plan = grammar_for(record.input_schema)
-            decoded = await engine.decode_arguments(
-                session, record, query, grammar=plan.gbnf, opens_key=plan.opens_key, form="signature", max_tokens=64
-            )
+            how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form="signature", max_tokens=64)
+            decoded = await engine.decode_arguments(session, record, query, how)
             alone.append(decoded.text)
             await engine.close_session(session)
         generator = ArgumentGenerator(engine, mode="signature", max_tokens=64)

@@ -8,7 +8,7 @@ import pytest
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded
+from nexus_gateway.engine import Decoded, Decoding
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.generation.grammar import GrammarPlan
@@ -26,9 +26,8 @@ def decode_alone(
     rt: Runtime, state: SessionState, record: ToolRecord, query: str, plan: GrammarPlan, form: ToolForm, max_tokens: int
 ) -> Decoded:
     """`decode_steps` driven alone, on this thread: each step decoded as it comes."""
-    steps = decode_steps(
-        rt, state, record, query, grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens
-    )
+    how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens)
+    steps = decode_steps(rt, state, record, query, how)
     try:
         step = next(steps)
         while True:
