@@ -63,8 +63,10 @@ def _too_large_answer(server: str, line: Oversized, cap: int, pending: OrderedDi
         logger.warning(
             "upstream %s wrote a %d-byte line, over max_result_bytes (%d), that answers no pending request; "
             "it was discarded",
-            server, line.size, cap,
-        )  # fmt: skip
+            server,
+            line.size,
+            cap,
+        )
         return None
     method = pending.pop(request_id)
     message = (

@@ -17,7 +17,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -181,7 +181,7 @@ def _parse_answer(request: types.InputRequest, raw: Any) -> HostAnswer:
         parsed: Any = response_type(request).model_validate(raw, by_name=False)
     except ValidationError:
         return types.ErrorData(code=types.INVALID_PARAMS, message=f"The host's answer to {request.method} is invalid.")
-    return parsed
+    return cast(HostAnswer, parsed)  # validated against `response_type(request)`, one of HostAnswer's members
 
 
 class Exchanges:

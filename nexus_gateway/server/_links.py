@@ -7,7 +7,7 @@ passes the upstream's progress and log messages to the host, at or above the hos
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -109,7 +109,7 @@ class RequestLink:
             answer: Any = await self._ctx.session.send_request(request, response_type(request), metadata=metadata)
         except Exception as exc:  # boundary: whatever the host did, the upstream gets an error answer
             return _as_answer(exc)
-        return answer
+        return cast(HostAnswer, answer)  # the SDK types the answer by the `response_type` it was given
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         if log_allowed(params.level, self._log_level):
@@ -145,7 +145,7 @@ class ConnectionLink:
             answer: Any = await self._connection.send_request(request, result_type=response_type(request))
         except Exception as exc:  # boundary: as above
             return _as_answer(exc)
-        return answer
+        return cast(HostAnswer, answer)  # the SDK types the answer by the `response_type` it was given
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
