@@ -99,9 +99,11 @@ class Gateway:
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
         pins = PinStore(
-            state / "pins.json", mode=self.settings.quarantine, quarantine_new=self.settings.quarantine_new_servers,
+            state / "pins.json",
+            mode=self.settings.quarantine,
+            quarantine_new=self.settings.quarantine_new_servers,
             legacy_path=state / "descriptions.json",
-        )  # fmt: skip
+        )
         prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
         self.catalog = Catalog(pins, prefixes=prefixes)
         if retriever is None:
@@ -329,8 +331,12 @@ class Gateway:
                     owner = prompts[name][0].name
                     logger.error(
                         "config error: server %r, key 'prefix': its prompt %r would be exposed as %r, which server "
-                        "%r already exposes; it is withheld", upstream.name, prompt["name"], name, owner,
-                    )  # fmt: skip
+                        "%r already exposes; it is withheld",
+                        upstream.name,
+                        prompt["name"],
+                        name,
+                        owner,
+                    )
                     continue
                 prompts[name] = (upstream, prompt)
             for resource in upstream.resources:

@@ -150,9 +150,13 @@ class Quarantine:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.name, "server": self.server, "tool": self.tool, "reason": self.reason,
-            "changes": list(self.changes), "seen_at": self.seen_at,
-        }  # fmt: skip
+            "name": self.name,
+            "server": self.server,
+            "tool": self.tool,
+            "reason": self.reason,
+            "changes": list(self.changes),
+            "seen_at": self.seen_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -268,8 +272,10 @@ class PinStore:
             chosen = [q for q in pending.values() if every or q.name in wanted or q.server in wanted_servers]
             for quarantine in chosen:
                 self._tools[quarantine.server][quarantine.tool] = {
-                    "name": quarantine.name, "pinned": quarantine.current, "pinned_at": _now(),
-                }  # fmt: skip
+                    "name": quarantine.name,
+                    "pinned": quarantine.current,
+                    "pinned_at": _now(),
+                }
             if chosen and not self._save():
                 self._known = None  # read the file again: nothing was approved
                 raise NexusError(f"could not write the pin store {self.path}; nothing was approved")
@@ -308,9 +314,14 @@ class PinStore:
         if "current" not in entry:
             return Sighting(entry["pinned"])
         quarantine = Quarantine(
-            server, tool, entry["name"], entry.get("reason", "changed"), entry.get("pinned"), entry["current"],
+            server,
+            tool,
+            entry["name"],
+            entry.get("reason", "changed"),
+            entry.get("pinned"),
+            entry["current"],
             entry.get("seen_at", ""),
-        )  # fmt: skip
+        )
         shown = quarantine.pinned if self.mode == "pinned" else None
         return Sighting(shown, quarantine)
 
