@@ -234,21 +234,21 @@ def _read_index(data: Any, embedder: Embedder) -> _Loaded | None:
 
 
 def _strings(data: Any, key: str) -> np.ndarray:
-    array = data[key]
+    array: np.ndarray = data[key]  # np.load gives Any
     if array.ndim != 1 or (len(array) and array.dtype.kind != "U"):
         raise StateInvalid(f"{key} is not a list of strings")
     return array
 
 
 def _codes(data: Any, key: str, dim: int) -> np.ndarray:
-    array = data[key]
+    array: np.ndarray = data[key]  # np.load gives Any
     if array.dtype != np.int8 or array.ndim != 2 or array.shape[1] != dim:
         raise StateInvalid(f"{key} is {array.dtype}{list(array.shape)}, not int8[n, {dim}]")
     return array
 
 
 def _scales(data: Any, key: str) -> np.ndarray:
-    array = data[key]
+    array: np.ndarray = data[key]  # np.load gives Any
     if array.dtype != np.float32 or array.ndim != 1 or not np.isfinite(array).all():
         raise StateInvalid(f"{key} is not a list of finite float32")
     return array
