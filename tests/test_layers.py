@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli", "bench", "evals", "preflight", "__main__"),
     ("server",),
     ("meta",),
-    ("gateway",),
+    ("gateway", "indexing"),
     ("generation",),
     ("routing",),
     ("engine", "upstream"),

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.routing.fusion import FusionMethod
 from nexus_gateway.statefile import StateInvalid, save_json
 
 
@@ -64,6 +63,8 @@ class Calibration:
                 raise StateInvalid(f"{key} must be a count")
         if not isinstance(value.get("embedder"), str):
             raise StateInvalid("embedder must be a string")
+        from nexus_gateway.routing.fusion import FusionMethod  # fusion loads numpy; the gate is imported without
+
         if value.get("fusion", "linear") not in get_args(FusionMethod):
             raise StateInvalid(f"fusion must be one of {list(get_args(FusionMethod))}")
         return cls(**value)
