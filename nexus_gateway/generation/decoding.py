@@ -6,11 +6,19 @@
 The tool text and the request are scratch work: the session is rewound to where it was, so only the
 turns the caller remembers (sessions.py) make its history grow. The clock starts before the tool text
 is placed; the first argument token is the first one the grammar lets through.
+
+When the token budget runs out before the object is complete, decoding goes on in closing mode: of the
+tokens the grammar allows, those made only of closing characters (`"`, `]`, `}`, spaces) come first, so
+the open string, array and object are closed and the required keys still missing are written with the
+shortest values the grammar admits. The result is valid JSON that the grammar accepts, never a cut-off
+text; only a grammar that cannot close within `CLOSING_TOKENS` more tokens gives an incomplete result.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+import weakref
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Literal
@@ -18,13 +26,31 @@ from typing import Literal
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine.llama import GrammarSampler
+from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
 from nexus_gateway.generation.grammar import GrammarPlan, parse_object
 
 Mode = Literal["signature", "splice", "prefill"]
 MODES: tuple[Mode, ...] = ("signature", "splice", "prefill")
+CLOSING_TOKENS = 96
+"""Tokens past the budget in which the grammar must close the object (closing mode)."""
+_CLOSING_BOOST = 1e4
+_closers: weakref.WeakKeyDictionary[LlamaModel, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def closing_tokens(model: LlamaModel) -> np.ndarray:
+    """Ids of the single tokens spelled only with `"`, `]`, `}` and spaces (`"}`, ` ]`, ...), once per model."""
+    ids = _closers.get(model)
+    if ids is None:
+        found = set()
+        for length in range(1, 5):
+            for chars in itertools.product('"]} ', repeat=length):
+                tokens = model.tokenize("".join(chars))
+                if len(tokens) == 1:
+                    found.add(tokens[0])
+        ids = _closers[model] = np.array(sorted(found), dtype=np.int64)
+    return ids
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,8 @@ class Decoded:
     n_tokens: int
     ttft_s: float
     total_s: float
+    closed_early: bool = False
+    """The budget ran out and the object was closed in closing mode (values may be cut short)."""
 
 
 def place(rt: Runtime, state: SessionState, record: ToolRecord, mode: Mode) -> Placement:
@@ -71,6 +99,7 @@ def decode_steps(
     try:
         if plan.empty:
             return Decoded("{}", True, None, 0, 0.0, 0.0)
+        closers = closing_tokens(rt.model)
         placement = place(rt, state, record, mode)
         request, opened = request_text(rt, query, plan)
         logits = rt.append_text(state, request)
@@ -79,7 +108,10 @@ def decode_steps(
         with GrammarSampler(rt.model, plan.gbnf) as grammar:
             for token in rt.model.tokenize(opened):
                 grammar.accept(token)
-            while len(tokens) < max_tokens and logits is not None:
+            while len(tokens) < max_tokens + CLOSING_TOKENS and logits is not None:
+                if len(tokens) >= max_tokens:  # closing mode: closing characters first
+                    logits = logits.copy()
+                    logits[closers] += _CLOSING_BOOST
                 choice = grammar.choose(logits)
                 if choice is None or rt.model.is_end(choice):
                     break
@@ -93,7 +125,8 @@ def decode_steps(
                     break
                 logits = yield state, token
         complete = parse_object(text) is not None
-        return Decoded(text, complete, placement, len(tokens), ttft, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        return Decoded(text, complete, placement, len(tokens), ttft, elapsed, closed_early=len(tokens) > max_tokens)
     finally:
         rt.rewind(state, mark)
 

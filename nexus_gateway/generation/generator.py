@@ -20,9 +20,9 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Session
 from nexus_gateway.engine.compiler import compile_tools
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.generation.decoding import MODES, Decoded, Mode, decode_steps
+from nexus_gateway.generation.decoding import CLOSING_TOKENS, MODES, Decoded, Mode, decode_steps
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
-from nexus_gateway.generation.grounding import invented_optional
+from nexus_gateway.generation.grounding import invented_optional, ungrounded
 from nexus_gateway.validation import schema_problems
 
 T = TypeVar("T")
@@ -53,9 +53,13 @@ class Generated:
     """jsonschema's complaints about `arguments`."""
     dropped: tuple[str, ...] = field(default=())
     """Optional arguments the model filled with values the request does not contain (removed)."""
+    ungrounded: tuple[str, ...] = field(default=())
+    """Arguments kept whose values the request does not contain as written (required ones: invented)."""
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     n_tokens: int = 0
+    closed_early: bool = False
+    """The token budget ran out and the grammar closed the object (decoding.py: closing mode)."""
 
     @property
     def json_valid(self) -> bool:
@@ -67,8 +71,9 @@ class Generated:
 
     def trace(self) -> dict[str, Any]:
         return {
-            "arguments": self.arguments, "dropped": list(self.dropped), "mode": self.mode, "grammar": self.grammar,
-            "placement": self.placement,
+            "arguments": self.arguments, "dropped": list(self.dropped), "ungrounded": list(self.ungrounded),
+            "mode": self.mode, "grammar": self.grammar,
+            "placement": self.placement, "closed_early": self.closed_early,
             "ttft_ms": self.ttft_ms, "total_ms": self.total_ms, "tokens": self.n_tokens,
         }  # fmt: skip
 
@@ -118,9 +123,10 @@ class ArgumentGenerator:
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
         if arguments and dropped:
             arguments = {name: value for name, value in arguments.items() if name not in dropped}
+        invented = tuple(ungrounded(query, record.input_schema, arguments)) if arguments else ()
         problems = tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None)) if (
             arguments is not None
-        ) else ()  # fmt: skip
+        ) else (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)  # fmt: skip
         return Generated(
             tool=record.name,
             arguments=arguments,
@@ -130,7 +136,9 @@ class ArgumentGenerator:
             placement=decoded.placement.mode if decoded.placement else None,
             problems=problems,
             dropped=dropped,
+            ungrounded=invented,
             ttft_ms=round(decoded.ttft_s * 1000, 2),
             total_ms=round(decoded.total_s * 1000, 2),
             n_tokens=decoded.n_tokens,
+            closed_early=decoded.closed_early,
         )

@@ -37,3 +37,15 @@ def test_the_generic_grammar_still_yields_a_json_object(gen_runtime: Runtime, mo
     state = gen_runtime.open_session()
     decoded = decode_arguments(gen_runtime, state, WEATHER, "Weather in Oslo", plan, "signature", 64)
     assert plan.kind == "generic" and parse_object(decoded.text) is not None, decoded.text
+
+
+@pytest.mark.parametrize("budget", [1, 2, 4])
+def test_a_budget_that_runs_out_still_yields_arguments_that_parse_and_validate(gen_runtime: Runtime, budget):
+    """The budget cuts the model off mid-value; the grammar closes the object with the required keys."""
+    gen_runtime.reset()
+    state = gen_runtime.open_session()
+    query = "Email bob.smith@example.com about the quarterly budget review meeting next Tuesday"
+    decoded = decode_arguments(gen_runtime, state, EMAIL, query, grammar_for(EMAIL.input_schema), "signature", budget)
+    arguments = parse_object(decoded.text)
+    assert decoded.complete and decoded.closed_early and arguments is not None, decoded.text
+    assert schema_problems(EMAIL.input_schema, arguments) == [] and set(arguments) == {"to", "subject"}
