@@ -1,8 +1,9 @@
 """The local model engine: llama.cpp, compiled KV blocks, and the splicer that puts them into sessions.
 
 llama.py     the only module importing llama_cpp: model and context owners, sequence ops, state I/O
-model.py     which GGUF (the packaged Gemma 3 270M by default), its checksum, the model fingerprint
-prompt.py    the text layout: preamble (every block's anchor), tool text, request
+models.py    the registry of packaged models: PyPI parts, size, SHA-256; assembly, fail closed
+model.py     which GGUF (a registry name, Qwen2.5-Coder-0.5B by default, or a path), the model fingerprint
+prompt.py    the text layout per model family: preamble (every block's anchor), tool text, request
 blocks.py    the block file format: header, checksum, atomic write, mmap read, fail-closed validation
 store.py     the compiled_schemas/ folder of one model fingerprint
 policy.py    splice / recompute / prefill by depth: P, D and the recompute curve

@@ -8,7 +8,7 @@ turns the caller remembers (sessions.py) make its history grow. The clock starts
 is placed; the first argument token is the first one the grammar lets through.
 
 When the token budget runs out before the object is complete, decoding goes on in closing mode: of the
-tokens the grammar allows, those made only of closing characters (`"`, `]`, `}`, spaces) come first, so
+tokens the grammar allows, those made of closing characters (`"`, `]`, `}`, and spaces) come first, so
 the open string, array and object are closed and the required keys still missing are written with the
 shortest values the grammar admits. The result is valid JSON that the grammar accepts, never a cut-off
 text; only a grammar that cannot close within `CLOSING_TOKENS` more tokens gives an incomplete result.
@@ -40,14 +40,15 @@ _closers: weakref.WeakKeyDictionary[LlamaModel, np.ndarray] = weakref.WeakKeyDic
 
 
 def closing_tokens(model: LlamaModel) -> np.ndarray:
-    """Ids of the single tokens spelled only with `"`, `]`, `}` and spaces (`"}`, ` ]`, ...), once per model."""
+    """Ids of the single tokens spelled with `"`, `]`, `}` and spaces, not spaces alone (`"}`, ` ]`, ...)."""
     ids = _closers.get(model)
     if ids is None:
         found = set()
         for length in range(1, 5):
             for chars in itertools.product('"]} ', repeat=length):
-                tokens = model.tokenize("".join(chars))
-                if len(tokens) == 1:
+                text = "".join(chars)
+                tokens = model.tokenize(text)
+                if len(tokens) == 1 and text.strip():  # spaces alone would pad an open string forever
                     found.add(tokens[0])
         ids = _closers[model] = np.array(sorted(found), dtype=np.int64)
     return ids

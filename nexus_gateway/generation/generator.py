@@ -127,6 +127,8 @@ class ArgumentGenerator:
         problems = tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None)) if (
             arguments is not None
         ) else (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)  # fmt: skip
+        if problems and decoded.closed_early:  # a value the grammar cannot check (a format) was cut short
+            problems = (f"the token budget ({self.max_tokens}) ran out and the arguments were closed early", *problems)
         return Generated(
             tool=record.name,
             arguments=arguments,
