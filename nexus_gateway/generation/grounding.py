@@ -67,8 +67,8 @@ def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
 
 def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     if isinstance(item, (int, float)):
-        written = f"{item:g}" if isinstance(item, float) else str(item)
-        return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
+        written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
+        return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
     forms = spoken_forms(name, spec, str(item))
     return any(occurs(form, request) for form in forms) if forms is not None else occurs(str(item), request)
 

@@ -112,3 +112,12 @@ def test_a_time_zone_is_supported_by_the_place_the_request_names():
     assert grounding("time in New York?", CURRENT, {"timezone": "America/New_York"}).invented == 0
     assert grounding("what time is it?", CURRENT, {"timezone": "Etc/UTC"}).invented == 1
     assert grounding("what time is it in UTC?", CURRENT, {"timezone": "Etc/UTC"}).invented == 0
+
+
+def test_a_number_is_from_the_request_with_all_its_digits():
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    request = "assess a revenue of 0.6863965658665878 and 12 staff"
+    assert grounding(request, schema, {"x": 0.6863965658665878}).invented == 0
+    assert grounding(request, schema, {"x": 12.0}).invented == 0
+    assert grounding(request, schema, {"x": 0.686397}).invented == 1  # a prefix of the digits is not the number
+    assert grounding("a slope of 34.2 degrees", schema, {"x": 34}).invented == 1
