@@ -1,7 +1,7 @@
 """Eight MCP clients call `run` at the same time through a real gateway process; each gets its own answer.
 
 The gateway runs as `nexus-gateway serve --transport http` on loopback with the example weather server
-behind it (its tools are `readOnlyHint`, so `run` calls them) and the packaged Gemma 3 270M generating
+behind it (its tools are `readOnlyHint`, so `run` calls them) and the default packaged model generating
 the arguments. Eight clients, each with its own streamable-HTTP session, ask for the weather in eight
 different cities at once:
 

@@ -178,7 +178,7 @@ async def run_run_bench(clients: int = 8, requests_per_client: int = 3) -> dict[
         "throughput_ratio": round(ratio, 3),
         "warmup_s": warmup_s,
         "workload": {"request": REQUEST, "tool": TOOL, "cities": list(CITIES), "transport": "streamable-http"},
-        "engine": "packaged default (Gemma 3 270M), default settings",
+        "engine": "packaged default (Qwen2.5-Coder-0.5B-Instruct), default settings",
         "cpu_count": os.cpu_count(),
     }
 

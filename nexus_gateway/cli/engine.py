@@ -36,7 +36,9 @@ err = Console(stderr=True)
 calibrate_app = typer.Typer(help="Calibrate the local engine for its model.", no_args_is_help=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Gateway config (engine settings, upstreams).")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="GGUF path (default: the packaged Gemma 3 270M).")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="A packaged model's name or a GGUF path (default: qwen2.5-coder-0.5b).")
+]
 CtxOpt = Annotated[int | None, typer.Option("--n-ctx", help="Context size in tokens (default: 4096).")]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: half the cores, up to 8).")]
 GpuOpt = Annotated[int | None, typer.Option("--gpu-layers", help="Layers to offload; -1 for all (Metal, CUDA).")]
@@ -44,7 +46,8 @@ CompiledOpt = Annotated[
     Path | None, typer.Option("--compiled", help="compiled_schemas folder (default: beside the gateway state).")
 ]
 LogOpt = Annotated[str, typer.Option(help="Log level (logs go to stderr).")]
-_DEV = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dev" / "sealtools"
+_SHIPPED = Path(__file__).resolve().parents[1] / "bench" / "data"
+"""The benchmarks' default set, shipped in the package (bench/_cases.py: SHIPPED)."""
 ToolsData = Annotated[Path, typer.Option("--tools", help="tools.json of the benchmark set.")]
 CasesData = Annotated[Path, typer.Option("--cases", help="cases.jsonl of the benchmark set.")]
 
@@ -101,11 +104,11 @@ def _write(json_out: Path | None, report: dict[str, Any]) -> None:
 
 
 def _bench_cases(tools: Path, cases: Path, count: int, offset: int) -> tuple[list[BenchCase], list[BenchCase]]:
-    """The measured cases, and other cases whose exchanges fill the session history."""
+    """The measured cases, and up to 40 other cases (other tools) whose exchanges fill the session history."""
     from nexus_gateway.bench._cases import load_cases
 
     chosen = load_cases(tools, cases, count=count, offset=offset)
-    others = load_cases(tools, cases, count=40, offset=offset + count + 100)
+    others = load_cases(tools, cases, count=40, offset=offset + count, exact=False)
     return chosen, others
 
 
@@ -168,8 +171,8 @@ def _upstream_records(cfg: GatewayConfig) -> list[Any]:
 @calibrate_app.command("splice")
 @_user_errors
 def calibrate_splice(
-    tools: ToolsData = _DEV / "tools.json",
-    cases: CasesData = _DEV / "cases.jsonl",
+    tools: ToolsData = _SHIPPED / "tools.json",
+    cases: CasesData = _SHIPPED / "cases.jsonl",
     count: Annotated[int, typer.Option(help="Tools (one request each) to calibrate on.")] = 16,
     offset: Annotated[int, typer.Option(help="Skip this many tools (keep them apart from the benchmark's).")] = 40,
     depths: Annotated[str, typer.Option(help="Depths to measure.")] = "0,64,128,256,512,1024,2048",
@@ -235,8 +238,8 @@ def calibrate_splice(
 def fidelity(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure here.")] = None,
-    tools: ToolsData = _DEV / "tools.json",
-    cases: CasesData = _DEV / "cases.jsonl",
+    tools: ToolsData = _SHIPPED / "tools.json",
+    cases: CasesData = _SHIPPED / "cases.jsonl",
     count: Annotated[int, typer.Option(help="Tools (one request each) to measure.")] = 20,
     offset: Annotated[int, typer.Option(help="Skip this many tools first.")] = 0,
     kl_target: Annotated[float, typer.Option(help="KL residual (nats) for the figure and in-run calibration.")] = 0.01,
@@ -298,8 +301,8 @@ def fidelity(
 def ttft(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure here.")] = None,
-    tools: ToolsData = _DEV / "tools.json",
-    cases: CasesData = _DEV / "cases.jsonl",
+    tools: ToolsData = _SHIPPED / "tools.json",
+    cases: CasesData = _SHIPPED / "cases.jsonl",
     count: Annotated[int, typer.Option(help="Tools (one request each) to time.")] = 10,
     repeats: Annotated[int, typer.Option(help="Measured repetitions of every case and mode.")] = 2,
     memory: Annotated[bool, typer.Option(help="Also measure resident memory with 1, 4 and 8 sessions.")] = True,

@@ -4,8 +4,9 @@ This package's own names (below) are what the rest of the gateway uses: `Engine`
 needs, and its value types. Importing it loads nothing native; llama.cpp loads with `LocalEngine`.
 
 llama.py     the only module importing llama_cpp: model and context owners, sequence ops, state I/O
-model.py     which GGUF (the packaged Gemma 3 270M by default), its checksum, the model fingerprint
-prompt.py    the text layout: preamble (every block's anchor), tool text, request, earlier turns
+models.py    the registry of packaged models: PyPI parts, size, SHA-256; assembly, fail closed
+model.py     which GGUF (a registry name, Qwen2.5-Coder-0.5B by default, or a path), the model fingerprint
+prompt.py    the text layout per model family: preamble (every block's anchor), tool text, request
 blocks.py    the block file format: header, checksum, atomic write, mmap read, fail-closed validation
 store.py     the compiled_schemas/ folder of one model fingerprint
 policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
@@ -69,6 +70,8 @@ class Decoded:
     n_tokens: int
     ttft_s: float
     total_s: float
+    closed_early: bool = False
+    """The budget ran out and the object was closed in closing mode (values may be cut short)."""
 
 
 class Engine(Protocol):

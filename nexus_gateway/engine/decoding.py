@@ -6,12 +6,20 @@
 The tool text and the request are scratch work: the session is rewound to where it was, so only the
 turns the caller keeps (`Runtime.append_turn`) make its history grow. The clock starts before the tool
 text is placed; the first argument token is the first one the grammar lets through.
+
+When the token budget runs out before the object is complete, decoding goes on in closing mode: of the
+tokens the grammar allows, those made of closing characters (`"`, `]`, `}`, and spaces) come first, so
+the open string, array and object are closed and the required keys still missing are written with the
+shortest values the grammar admits. The result is valid JSON that the grammar accepts, never a cut-off
+text; only a grammar that cannot close within `CLOSING_TOKENS` more tokens gives an incomplete result.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+import weakref
 from collections.abc import Generator
 
 import numpy as np
@@ -19,9 +27,29 @@ import numpy as np
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding
-from nexus_gateway.engine.llama import GrammarSampler
+from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
+
+CLOSING_TOKENS = 96
+"""Tokens past the budget in which the grammar must close the object (closing mode)."""
+_CLOSING_BOOST = 1e4
+_closers: weakref.WeakKeyDictionary[LlamaModel, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def closing_tokens(model: LlamaModel) -> np.ndarray:
+    """Ids of the single tokens spelled with `"`, `]`, `}` and spaces, not spaces alone (`"}`, ` ]`, ...)."""
+    ids = _closers.get(model)
+    if ids is None:
+        found = set()
+        for length in range(1, 5):
+            for chars in itertools.product('"]} ', repeat=length):
+                text = "".join(chars)
+                tokens = model.tokenize(text)
+                if len(tokens) == 1 and text.strip():  # spaces alone would pad an open string forever
+                    found.add(tokens[0])
+        ids = _closers[model] = np.array(sorted(found), dtype=np.int64)
+    return ids
 
 
 def place(rt: Runtime, state: SessionState, record: ToolRecord, form: ToolForm) -> Placement:
@@ -61,6 +89,7 @@ def decode_steps(
     started = time.perf_counter()
     mark = state.n_past
     try:
+        closers = closing_tokens(rt.model)
         placement = place(rt, state, record, how.form)
         request, opened = request_text(rt, query, how.opens_key)
         logits = rt.append_text(state, request)
@@ -69,7 +98,10 @@ def decode_steps(
         with GrammarSampler(rt.model, how.grammar) as sampler:
             for token in rt.model.tokenize(opened):
                 sampler.accept(token)
-            while len(tokens) < how.max_tokens and logits is not None:
+            while len(tokens) < how.max_tokens + CLOSING_TOKENS and logits is not None:
+                if len(tokens) >= how.max_tokens:  # closing mode: closing characters first
+                    logits = logits.copy()
+                    logits[closers] += _CLOSING_BOOST
                 choice = sampler.choose(logits)
                 if choice is None or rt.model.is_end(choice):
                     break
@@ -82,6 +114,8 @@ def decode_steps(
                 if _is_object(text):
                     break
                 logits = yield state, token
-        return Decoded(text, _is_object(text), placement, len(tokens), ttft, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        closed_early = len(tokens) > how.max_tokens
+        return Decoded(text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early)
     finally:
         rt.rewind(state, mark)

@@ -106,6 +106,8 @@ class ModelInfo:
     n_vocab: int
     n_ctx_train: int
     chat_template: str | None
+    architecture: str
+    """`general.architecture` from the GGUF (`qwen2`, `gemma3`, ...): the model family."""
 
 
 class LlamaModel:
@@ -133,7 +135,24 @@ class LlamaModel:
             n_vocab=lc.llama_vocab_n_tokens(self._vocab),
             n_ctx_train=lc.llama_model_n_ctx_train(handle),
             chat_template=template.decode("utf-8", errors="replace") if template else None,
+            architecture=self.meta("general.architecture") or "",
         )
+
+    def meta(self, key: str) -> str | None:
+        """One GGUF metadata value as text (`general.license`, ...), None when the file does not have it."""
+        buffer = ctypes.create_string_buffer(1024)
+        size = lc.llama_model_meta_val_str(self._handle, key.encode(), buffer, len(buffer))
+        return buffer.value.decode("utf-8", errors="replace") if size >= 0 else None
+
+    def metadata(self) -> dict[str, str]:
+        """Every GGUF metadata key with its value as text (arrays are not listed by llama.cpp)."""
+        out: dict[str, str] = {}
+        key, value = ctypes.create_string_buffer(256), ctypes.create_string_buffer(1024)
+        for i in range(lc.llama_model_meta_count(self._handle)):
+            if lc.llama_model_meta_key_by_index(self._handle, i, key, len(key)) >= 0:
+                lc.llama_model_meta_val_str_by_index(self._handle, i, value, len(value))
+                out[key.value.decode("utf-8", errors="replace")] = value.value.decode("utf-8", errors="replace")
+        return out
 
     @property
     def handle(self) -> Any:

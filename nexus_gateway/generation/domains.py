@@ -41,6 +41,15 @@ def _is_time_zone(name: str, spec: Mapping[str, Any]) -> bool:
     return bool(_TIME_ZONE.search(words)) and not _NOT_A_NAME.search(words)
 
 
+def spoken_forms(name: str, spec: Mapping[str, Any], value: str) -> tuple[str, ...] | None:
+    """How a request names a domain value (`Asia/Tokyo`: "Tokyo"; `America/New_York`: "New York",
+    "New_York"; `Etc/UTC`: "UTC"), or None when the parameter has no known domain or the value is not in it."""
+    if not _is_time_zone(name, spec) or value not in time_zones():
+        return None
+    place = value.rsplit("/", 1)[-1]
+    return (value, place, place.replace("_", " "))
+
+
 def with_domains(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with each time-zone string parameter as an enum of zone names (a copy; the input is kept)."""
     properties = schema.get("properties")

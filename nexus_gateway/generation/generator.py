@@ -18,8 +18,9 @@ from typing import Any, get_args
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding, Engine, Session
+from nexus_gateway.engine.decoding import CLOSING_TOKENS
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
-from nexus_gateway.generation.grounding import invented_optional
+from nexus_gateway.generation.grounding import invented_optional, ungrounded
 from nexus_gateway.validation import schema_problems
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
@@ -42,9 +43,13 @@ class Generated:
     """jsonschema's complaints about `arguments`."""
     dropped: tuple[str, ...] = field(default=())
     """Optional arguments the model filled with values the request does not contain (removed)."""
+    ungrounded: tuple[str, ...] = field(default=())
+    """Arguments kept whose values the request does not contain as written (required ones: invented)."""
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     n_tokens: int = 0
+    closed_early: bool = False
+    """The token budget ran out and the grammar closed the object (decoding.py: closing mode)."""
 
     @property
     def json_valid(self) -> bool:
@@ -58,9 +63,11 @@ class Generated:
         return {
             "arguments": self.arguments,
             "dropped": list(self.dropped),
+            "ungrounded": list(self.ungrounded),
             "mode": self.mode,
             "grammar": self.grammar,
             "placement": self.placement,
+            "closed_early": self.closed_early,
             "ttft_ms": self.ttft_ms,
             "total_ms": self.total_ms,
             "tokens": self.n_tokens,
@@ -114,11 +121,14 @@ class ArgumentGenerator:
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
         if arguments and dropped:
             arguments = {name: value for name, value in arguments.items() if name not in dropped}
+        invented = tuple(ungrounded(query, record.input_schema, arguments)) if arguments else ()
         problems = (
             tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None))
-            if (arguments is not None)
-            else ()
+            if arguments is not None
+            else (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)
         )
+        if problems and decoded.closed_early:  # a value the grammar cannot check (a format) was cut short
+            problems = (f"the token budget ({self.max_tokens}) ran out and the arguments were closed early", *problems)
         return Generated(
             tool=record.name,
             arguments=arguments,
@@ -128,7 +138,9 @@ class ArgumentGenerator:
             placement=decoded.placement.mode if decoded.placement else None,
             problems=problems,
             dropped=dropped,
+            ungrounded=invented,
             ttft_ms=round(decoded.ttft_s * 1000, 2),
             total_ms=round(decoded.total_s * 1000, 2),
             n_tokens=decoded.n_tokens,
+            closed_early=decoded.closed_early,
         )

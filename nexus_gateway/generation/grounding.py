@@ -5,9 +5,11 @@ it in Tokyo?" fits both `get_current_time(timezone)` and `convert_time(source_ti
 target_timezone)` by its words, but only the first can be filled from it: a `time` would have to be
 invented. So the close candidates' arguments are generated, and every free value of a *required*
 argument (a string or number the model wrote; not an enum choice or a boolean) is checked against the
-request: a string is supported when it occurs in the request whole (two characters or more) or at least half
-of its words (three or more letters or digits, not stop words) do; a number when it occurs there as written.
-A value the grammar took from a known domain (`Asia/Tokyo`, domains.py) counts like any other string.
+request: it is supported only when it occurs there as written, as a whole span (case aside): not glued to
+letters, digits, `/`, `\\`, `-`, `~` or a file extension on either side. `/work/a.txt` is in "read
+/work/a.txt", `work/a.txt`, `work/work.tmp` and `a` are not; a number must appear as written. A value the
+grammar took from a known domain counts when the request names it in the domain's own words
+(`Asia/Tokyo` for "Tokyo", domains.py).
 
 Optional arguments are not counted: a small model fills them with plausible inventions for the right
 tool as often as for the wrong one (measured on Seal-Tools; README). Those inventions are dropped from the
@@ -21,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nexus_gateway.routing.bm25 import STOPWORDS
+from nexus_gateway.generation.domains import spoken_forms
 
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_GLUED_BEFORE = r"(?<![\w/\\~.-])"
+_GLUED_AFTER = r"(?![\w/\\~-]|\.\w)"
+"""A span is whole when no path or identifier character touches it (a sentence's final `.` may)."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,10 @@ class Grounding:
         return self.free - self.supported
 
 
-def _words(text: str) -> set[str]:
-    return {word for word in (w.casefold() for w in _WORD.findall(text)) if word not in STOPWORDS}
+def occurs(span: str, request: str) -> bool:
+    """`span` is in `request` as written (case aside), as a whole span."""
+    span = span.strip()
+    return bool(span) and re.search(_GLUED_BEFORE + re.escape(span) + _GLUED_AFTER, request, re.IGNORECASE) is not None
 
 
 def _mapping(spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -59,22 +65,21 @@ def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
     return [value]
 
 
-def _said(item: Any, request: str, said: set[str]) -> bool:
+def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     if isinstance(item, (int, float)):
-        written = f"{item:g}" if isinstance(item, float) else str(item)
-        return bool(re.search(rf"(?<![\d.]){re.escape(written)}(?![\d])", request))
-    text = str(item).strip().casefold()
-    words = _words(text)
-    return (len(text) >= 2 and text in request.casefold()) or (bool(words) and 2 * len(words & said) >= len(words))
+        written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
+        return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
+    forms = spoken_forms(name, spec, str(item))
+    return any(occurs(form, request) for form in forms) if forms is not None else occurs(str(item), request)
 
 
 def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Grounding]:
-    said = _words(request)
     properties = _mapping(schema, "properties")
     result = {}
     for name, value in arguments.items():
-        items = _values(value, _mapping(properties, name))
-        result[name] = Grounding(sum(_said(item, request, said) for item in items), len(items))
+        spec = _mapping(properties, name)
+        items = _values(value, spec)
+        result[name] = Grounding(sum(_said(item, request, name, spec) for item in items), len(items))
     return result
 
 
@@ -92,3 +97,8 @@ def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mappin
     required = set(schema.get("required") or ())
     per = _per_argument(request, schema, arguments)
     return [name for name, g in per.items() if name not in required and g.invented]
+
+
+def ungrounded(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """The arguments (required or not) holding a free value the request does not contain as written."""
+    return [name for name, g in _per_argument(request, schema, arguments).items() if g.invented]

