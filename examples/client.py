@@ -20,6 +20,12 @@ def text(result: object) -> str:
     return "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
 
 
+def _still_indexing(result: object) -> bool:
+    structured = getattr(result, "structured_content", None) or {}
+    indexed, total = structured.get("indexed"), structured.get("total")
+    return isinstance(indexed, int) and isinstance(total, int) and indexed < total
+
+
 async def main(url: str | None, config: Path, query: str) -> None:
     server: str | StdioServerParameters = url or StdioServerParameters(
         command=sys.executable, args=["-m", "nexus_gateway", "serve", "--config", str(config), "--mode", "routed"]
@@ -28,6 +34,10 @@ async def main(url: str | None, config: Path, query: str) -> None:
         tools = (await client.list_tools()).tools
         print(f"the gateway serves {len(tools)} tools: {', '.join(tool.name for tool in tools)}\n")
         found = await client.call_tool("search_tools", {"query": query, "k": 3})
+        with anyio.move_on_after(60):  # a cold gateway indexes in the background and says so: search again
+            while _still_indexing(found):
+                await anyio.sleep(1)
+                found = await client.call_tool("search_tools", {"query": query, "k": 3})
         print(f"search_tools({query!r}):\n{text(found)}\n")
         best = found.structured_content["tools"][0]["name"] if found.structured_content else None
         if best == "weather__get_current_weather":

@@ -16,14 +16,14 @@ def test_a_long_line_is_framed_in_time_linear_in_its_size():
     def frame(megabytes: int) -> float:
         framer = LineFramer(1 << 30)
         chunk = b"x" * 65536
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time: other jobs on a shared machine do not count
         for _ in range(megabytes * 16):
             assert framer.feed(chunk) == []
         (line,) = framer.feed(b"\n")
         assert isinstance(line, bytearray) and len(line) == megabytes * 16 * 65536
-        return time.perf_counter() - started
+        return time.process_time() - started
 
-    small, big = frame(4), frame(32)
+    small, big = min(frame(4) for _ in range(3)), min(frame(32) for _ in range(3))
     assert big < small * 8 * 4  # 8x the bytes: about 8x the time; a quadratic framer takes 64x
 
 
