@@ -124,13 +124,14 @@ def test_a_gguf_spec_naming_no_model_file_and_unknown_specs_are_config_errors(tm
 
 
 def test_a_gguf_spec_loads_the_model_with_the_engine_and_embeds_unit_vectors():
-    """The packaged Gemma 3 270M is a chat model: it declares no pooling, so its hidden states are averaged."""
+    """The default model (Qwen2.5-Coder 0.5B, 896 wide) is a chat model: it declares no pooling, so its hidden
+    states are averaged."""
     path = resolve_model(None).path
     embedder = make_embedder(f"gguf:{path}")
     vectors = embedder.embed_batch(TOOLS[:2])
     assert embedder.name == f"gguf:{path.name}"
     assert_unit_rows(vectors, 2, embedder.dim)
-    assert embedder.dim == 640 and not np.allclose(vectors[0], vectors[1])
+    assert embedder.dim == 896 and not np.allclose(vectors[0], vectors[1])
 
 
 def test_a_file_llama_cpp_cannot_load_is_an_engine_error(tmp_path):
