@@ -1,14 +1,16 @@
-"""What every command shares: logging to stderr, the config file, and running under anyio with user errors
-(`NexusError`) printed without a traceback (exit status 2)."""
+"""What every command shares: logging to stderr, the config file, running under anyio, and the one place
+where user errors (`NexusError`) become an `error:` line on stderr and exit status 2 (`App` wraps every
+command in `user_errors`; `run_async` unwraps them from task groups)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import anyio
 import typer
@@ -21,6 +23,30 @@ from nexus_gateway.errors import NexusError
 err = Console(stderr=True)
 logger = logging.getLogger("nexus_gateway")
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class App(typer.Typer):
+    """A `typer.Typer` whose commands print user errors as `fail` does instead of a traceback."""
+
+    def command(  # type: ignore[override]  # typer spells out a dozen keywords; all pass through unchanged
+        self, name: str | None = None, **options: Any
+    ) -> Callable[[Callable[P, T]], Callable[P, T]]:
+        register = super().command(name, **options)
+        return lambda command: register(user_errors(command))
+
+
+def user_errors(command: Callable[P, T]) -> Callable[P, T]:
+    """`command`, with a `NexusError` it raises printed by `fail` (exit status 2)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return command(*args, **kwargs)
+        except NexusError as exc:
+            fail(exc)
+
+    return wrapper
 
 
 def setup_logging(level: str) -> None:
@@ -100,14 +126,11 @@ def fail(exc: NexusError) -> NoReturn:
 
 
 def load(path: Path, mode: str | None = None) -> GatewayConfig:
-    """The config file, checked as `serve` checks it (`preflight`); a problem exits with status 2."""
+    """The config file, checked as `serve` checks it (`preflight`)."""
     from nexus_gateway.preflight import preflight
 
-    try:
-        config = load_config(path)
-        preflight(config)
-    except NexusError as exc:
-        fail(exc)
+    config = load_config(path)
+    preflight(config)
     if mode is not None:
         config.nexus.mode = mode  # type: ignore[assignment]
     return config

@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 
 from nexus_gateway.cli import engine as engine_cli
+from nexus_gateway.cli._run import App
 
-app = typer.Typer(help="Benchmarks (JSON output; compare ratios measured in the same run).", no_args_is_help=True)
+app = App(help="Benchmarks (JSON output; compare ratios measured in the same run).", no_args_is_help=True)
 out = Console()
 app.command("fidelity")(engine_cli.fidelity)
 app.command("ttft")(engine_cli.ttft)

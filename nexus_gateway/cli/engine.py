@@ -6,7 +6,6 @@ only imported when one of them runs, so the rest of the CLI starts fast.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -15,11 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nexus_gateway.errors import NexusError
+from nexus_gateway.cli._run import App
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,7 +31,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 out = Console()
 err = Console(stderr=True)
-calibrate_app = typer.Typer(help="Calibrate the local engine for its model.", no_args_is_help=True)
+calibrate_app = App(help="Calibrate the local engine for its model.", no_args_is_help=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Gateway config (engine settings, upstreams).")]
 ModelOpt = Annotated[
@@ -50,20 +48,6 @@ _SHIPPED = Path(__file__).resolve().parents[1] / "bench" / "data"
 """The benchmarks' default set, shipped in the package (bench/_cases.py: SHIPPED)."""
 ToolsData = Annotated[Path, typer.Option("--tools", help="tools.json of the benchmark set.")]
 CasesData = Annotated[Path, typer.Option("--cases", help="cases.jsonl of the benchmark set.")]
-
-
-def _user_errors(command: Callable[P, None]) -> Callable[P, None]:
-    """Print a `NexusError` raised outside the event loop (bad files, options) like `run_async` does."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            command(*args, **kwargs)
-        except NexusError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 def _setup(log_level: str, config: Path | None, **overrides: Any) -> tuple[EngineSettings, Path, GatewayConfig | None]:
@@ -120,7 +104,6 @@ def _floats(text: str) -> list[float]:
     return [float(part) for part in text.split(",") if part.strip()]
 
 
-@_user_errors
 def compile_command(
     config: ConfigOpt = None,
     tools: Annotated[Path | None, typer.Option("--tools", help="A tools.json to compile instead of upstreams.")] = None,
@@ -169,7 +152,6 @@ def _upstream_records(cfg: GatewayConfig) -> list[Any]:
 
 
 @calibrate_app.command("splice")
-@_user_errors
 def calibrate_splice(
     tools: ToolsData = _SHIPPED / "tools.json",
     cases: CasesData = _SHIPPED / "cases.jsonl",
@@ -234,7 +216,6 @@ def calibrate_splice(
     out.print(f"P = {policy['P']}, D = {policy['D']}, curve = {policy['curve']} -> {result['path']}")
 
 
-@_user_errors
 def fidelity(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure here.")] = None,
@@ -297,7 +278,6 @@ def fidelity(
     )
 
 
-@_user_errors
 def ttft(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure here.")] = None,

@@ -12,13 +12,14 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from nexus_gateway.errors import ConfigError
+from nexus_gateway.cli._run import App
+from nexus_gateway.errors import NexusError
 
 if TYPE_CHECKING:
     from nexus_gateway.evals.dataset import Case
 
-eval_app = typer.Typer(help="Evaluate on labelled sets (tools.json + cases.jsonl).", no_args_is_help=True)
-calibrate_app = typer.Typer(help="Calibrate thresholds on labelled sets.", no_args_is_help=True)
+eval_app = App(help="Evaluate on labelled sets (tools.json + cases.jsonl).", no_args_is_help=True)
+calibrate_app = App(help="Calibrate thresholds on labelled sets.", no_args_is_help=True)
 out = Console()
 err = Console(stderr=True)
 
@@ -103,23 +104,19 @@ def eval_routing(
 ) -> None:
     """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate."""
     method = "lexical" if embedder == "bm25" else fusion
-    try:
-        model = _embedder(embedder)
-        threshold = tau if tau is not None else _default_tau(model.name, method)
-        report = _run(
-            tools,
-            cases,
-            distractors,
-            _sizes(sizes),
-            seed=seed,
-            limit=limit,
-            embedder=model,
-            method=method,
-            tau=threshold,
-        )
-    except (ConfigError, ValueError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+    model = _embedder(embedder)
+    threshold = tau if tau is not None else _default_tau(model.name, method)
+    report = _run(
+        tools,
+        cases,
+        distractors,
+        _sizes(sizes),
+        seed=seed,
+        limit=limit,
+        embedder=model,
+        method=method,
+        tau=threshold,
+    )
     table = Table(title=f"routing: {report['n_cases']} cases, {report['embedder']}, {method}", title_justify="left")
     for column in ("N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"):
         table.add_column(column, justify="right")
@@ -158,15 +155,11 @@ def calibrate_routing(
     from nexus_gateway.routing.gate import Calibration, calibrate_tau
     from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
 
-    try:
-        pool_tools, loaded = _load(tools, cases, distractors, limit, seed)
-        model = _embedder(embedder)
-        pool = ToolPool(pool_tools, model)
-        queries = model.embed_batch([case.query for case in loaded])
-        scored = score_cases(pool, loaded, queries, size, seed, fusion)  # type: ignore[arg-type]
-    except (ConfigError, ValueError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+    pool_tools, loaded = _load(tools, cases, distractors, limit, seed)
+    model = _embedder(embedder)
+    pool = ToolPool(pool_tools, model)
+    queries = model.embed_batch([case.query for case in loaded])
+    scored = score_cases(pool, loaded, queries, size, seed, fusion)  # type: ignore[arg-type]
     margins, correct = [s.margin for s in scored], [s.gold_rank == 1 for s in scored]
     tau, precision, coverage = calibrate_tau(margins, correct, target_precision)
     calibration = Calibration(
@@ -181,8 +174,7 @@ def calibrate_routing(
     )
     target = out_path or DEFAULT_CALIBRATION
     if not calibration.save(target):
-        err.print(f"[bold red]error:[/] could not write {target} (see the warning above)", highlight=False)
-        raise typer.Exit(2)
+        raise NexusError(f"could not write {target} (see the warning above)")
     out.print(
         f"tau = {calibration.tau} at N = {size}: automatic on {coverage:.1%} of {len(loaded)} cases with "
         f"precision {precision:.1%} (target {target_precision:.0%}); written to {target}"
@@ -215,35 +207,30 @@ def eval_arguments(
     import anyio
 
     from nexus_gateway.engine.settings import compiled_root, engine_settings
-    from nexus_gateway.errors import EngineError
     from nexus_gateway.evals.arguments import evaluate_arguments, write_details
     from nexus_gateway.generation.generator import check_mode
 
-    try:
-        chosen = check_mode(mode)
-        pool, loaded = _load(tools, cases, [], limit, seed)
-        settings = engine_settings(None, model=model)
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task(f"arguments ({chosen}) for {len(loaded)} cases", total=len(loaded))
+    chosen = check_mode(mode)
+    pool, loaded = _load(tools, cases, [], limit, seed)
+    settings = engine_settings(None, model=model)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"arguments ({chosen}) for {len(loaded)} cases", total=len(loaded))
 
-            def advance(done: int, total: int) -> None:
-                progress.update(task, completed=done)
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done)
 
-            report, outcomes = anyio.run(
-                lambda: evaluate_arguments(
-                    pool,
-                    loaded,
-                    settings,
-                    mode=chosen,
-                    route=route,
-                    depth=depth,
-                    compiled_root=compiled_root(settings),
-                    progress=advance,
-                )
+        report, outcomes = anyio.run(
+            lambda: evaluate_arguments(
+                pool,
+                loaded,
+                settings,
+                mode=chosen,
+                route=route,
+                depth=depth,
+                compiled_root=compiled_root(settings),
+                progress=advance,
             )
-    except (ConfigError, EngineError, ValueError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        )
     table = Table(title=f"arguments: {report['n_cases']} cases, {chosen}, depth {depth}", title_justify="left")
     for key in ("json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end"):
         table.add_column(key, justify="right")

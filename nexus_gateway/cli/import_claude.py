@@ -78,14 +78,10 @@ def import_claude(
     replaces them."""
     source = (claude_config or claude_desktop_config_path()).expanduser()
     target = output.expanduser().resolve()
-    try:
-        claude = _read_json(source)
-        existing = _read_json(target) if target.exists() else None
-        gateway_config, new_claude = plan_import(claude, existing, target)
-        parse_config(gateway_config, label=str(target), environ={**os.environ})
-    except ConfigError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+    claude = _read_json(source)
+    existing = _read_json(target) if target.exists() else None
+    gateway_config, new_claude = plan_import(claude, existing, target)
+    parse_config(gateway_config, label=str(target), environ={**os.environ})
     if existing is not None:
         shutil.copy2(target, target.with_name(f"{target.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}"))
     target.write_text(json.dumps(gateway_config, indent=2) + "\n", encoding="utf-8")

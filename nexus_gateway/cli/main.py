@@ -17,17 +17,17 @@ from rich.table import Table
 from nexus_gateway import __version__
 from nexus_gateway.cli import bench, evals, import_claude, pins
 from nexus_gateway.cli import engine as engine_cli
-from nexus_gateway.cli._run import fail, load, run_async, setup_logging
+from nexus_gateway.cli._run import App, load, run_async, setup_logging
 from nexus_gateway.config import StdioServer
 from nexus_gateway.errors import ConfigError
 
-app = typer.Typer(
+app = App(
     name="nexus-gateway",
     help="One MCP server in front of many: semantic tool routing, compressed signatures, a local model.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
+config_app = App(help="Work with config files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(bench.app, name="bench")
 app.add_typer(evals.eval_app, name="eval")
@@ -35,7 +35,7 @@ app.add_typer(evals.calibrate_app, name="calibrate")
 evals.calibrate_app.command("splice")(engine_cli.calibrate_splice)
 app.command("compile")(engine_cli.compile_command)
 app.command("import-claude")(import_claude.import_claude)
-tools_app = typer.Typer(help="The catalog; review and approve quarantined tools.")
+tools_app = App(help="The catalog; review and approve quarantined tools.")
 app.add_typer(tools_app, name="tools")
 tools_app.command("diff")(pins.diff)
 tools_app.command("approve")(pins.approve)
@@ -212,7 +212,7 @@ def config_check(
             mark = "[green]ok[/]" if status not in failed else f"[red]{escape(status.last_error or '')}[/]"
             out.print(f"  {status.name}: {status.tools} tools {mark}")
         if collisions:
-            fail(ConfigError("\n".join(f"{cfg.path}: {collision.message}" for collision in collisions)))
+            raise ConfigError("\n".join(f"{cfg.path}: {collision.message}" for collision in collisions))
         if failed:
             raise typer.Exit(1)
     out.print("[green]config is valid[/]")

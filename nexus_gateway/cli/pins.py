@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from nexus_gateway.cli._run import fail
 from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.errors import NexusError
 from nexus_gateway.pins import PinStore
@@ -33,11 +32,7 @@ Names = Annotated[list[str] | None, typer.Argument(help="Exposed tool names (ser
 
 
 def _store(config: Path) -> PinStore:
-    try:
-        cfg = load_config(config)
-    except NexusError as exc:
-        fail(exc)
-    return PinStore(default_state_dir(cfg) / "pins.json")
+    return PinStore(default_state_dir(load_config(config)) / "pins.json")
 
 
 def diff(
@@ -51,7 +46,7 @@ def diff(
         unknown = sorted(set(names) - {quarantine.name for quarantine in quarantined})
         if unknown:
             listed = ", ".join(quarantine.name for quarantine in quarantined) or "none"
-            fail(NexusError(f"not quarantined: {', '.join(unknown)} (quarantined now: {listed})"))
+            raise NexusError(f"not quarantined: {', '.join(unknown)} (quarantined now: {listed})")
         quarantined = [quarantine for quarantine in quarantined if quarantine.name in names]
     if as_json:
         print(json.dumps([q.to_json() | {"diff": q.diff()} for q in quarantined], indent=2))
@@ -76,11 +71,8 @@ def approve(
 ) -> None:
     """Pin the definition a quarantined tool has now, so the host sees it (review it first with `tools diff`)."""
     if not (names or servers or every):
-        fail(NexusError("say what to approve: tool names, --server NAME or --all"))
-    try:
-        approved = _store(config).approve(names or (), servers=servers or (), every=every)
-    except NexusError as exc:
-        fail(exc)
+        raise NexusError("say what to approve: tool names, --server NAME or --all")
+    approved = _store(config).approve(names or (), servers=servers or (), every=every)
     if not approved:
         out.print("Nothing to approve: no tool matched is quarantined.")
         return

@@ -22,6 +22,7 @@ from nexus_gateway.engine import Session, Turn
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case, arguments_match, tool_records, value_matches
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 
@@ -132,7 +133,7 @@ async def evaluate_arguments(
     records = tool_records(tools)
     unknown = sorted({case.tool for case in cases} - set(records))
     if unknown:
-        raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
+        raise ConfigError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
     router = _router(list(records.values())) if route else None
     outcomes: list[Outcome] = []
     async with LocalEngine(settings, compiled_root=compiled_root) as engine:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.bm25 import idf, term_scores, tokenize
@@ -111,7 +112,7 @@ def evaluate_routing(
     names = {tool["name"] for tool in tools}
     unknown = sorted({case.tool for case in cases} - names)
     if unknown:
-        raise ValueError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
+        raise ConfigError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
     pool = ToolPool(tools, embedder)
     queries = embedder.embed_batch([case.query for case in cases])
     embed_ms = []

@@ -19,6 +19,7 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.engine.decoding import CLOSING_TOKENS
+from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import invented_optional, ungrounded
 from nexus_gateway.validation import schema_problems
@@ -78,7 +79,7 @@ def check_mode(mode: str) -> ToolForm:
     for form in FORMS:
         if mode == form:
             return form
-    raise ValueError(f"argument mode must be one of {', '.join(FORMS)}, not {mode!r}")
+    raise ConfigError(f"argument mode must be one of {', '.join(FORMS)}, not {mode!r}")
 
 
 class ArgumentGenerator:
