@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ import numpy as np
 import psutil
 from mcp import Client
 
-from nexus_gateway.bench._serve import start_http
+from nexus_gateway.bench._serve import http_gateway
 
 ECHO = Path(__file__).resolve().parent / "echo_server.py"
 TOOL = "echo__echo"
@@ -58,16 +56,8 @@ def write_config(folder: Path, **nexus: Any) -> Path:
 @contextmanager
 def gateway_process(config: Path) -> Iterator[tuple[str, psutil.Process]]:
     """A gateway process on a free loopback port; yields (base URL, the process to measure)."""
-    proc, url = start_http(config)
-    try:
+    with http_gateway(config) as (proc, url):
         yield url, psutil.Process(proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def usage(process: psutil.Process) -> dict[str, float]:

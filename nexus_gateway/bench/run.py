@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +28,7 @@ import anyio
 import numpy as np
 from mcp import Client
 
-from nexus_gateway.bench._serve import start_http
+from nexus_gateway.bench._serve import http_gateway
 from nexus_gateway.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -66,16 +64,8 @@ def _config(folder: Path) -> Path:
 @contextmanager
 def gateway_process(config: Path) -> Iterator[str]:
     """A `nexus-gateway serve --transport http` process on a free loopback port; yields its base URL."""
-    proc, url = start_http(config)
-    try:
+    with http_gateway(config) as (_, url):
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _judge(city: str, result: Any) -> tuple[bool, bool, dict[str, Any]]:

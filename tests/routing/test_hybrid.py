@@ -59,9 +59,10 @@ def test_large_catalogs_answer_from_faiss_with_the_same_ranking(monkeypatch):
 def test_a_gguf_embedder_named_in_the_config_routes_through_the_hybrid_index(tmp_path: Path):
     from nexus_gateway.engine.model import resolve_model
 
-    retriever = build_retriever(f"gguf:{resolve_model(None).path}", tmp_path)
+    model = resolve_model(None).path
+    retriever = build_retriever(f"gguf:{model}", tmp_path)
     weather = ToolRecord.from_tool("w", {"name": "get_forecast", "description": "Weather forecast for a city"})
     mail = ToolRecord.from_tool("m", {"name": "send_email", "description": "Send an email to a recipient"})
     retriever.index([weather, mail])
     assert retriever.search("what is the weather forecast for Paris", 2)[0].name == weather.name
-    assert (tmp_path / "index-gguf_gemma-3-270m-q4_k_m.gguf.npz").is_file()  # the vectors persist like any embedder's
+    assert (tmp_path / f"index-gguf_{model.name}.npz").is_file()  # the vectors persist like any embedder's
