@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -38,7 +38,7 @@ from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.retriever import Retriever
-from nexus_gateway.upstream import Upstream, UpstreamPool
+from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
 
@@ -93,8 +93,14 @@ class GatewayCore(Protocol):
 
 class Gateway:
     def __init__(
-        self, config: GatewayConfig, *, retriever: Retriever | None = None, state_dir: Path | None = None
+        self,
+        config: GatewayConfig,
+        *,
+        retriever: Retriever | None = None,
+        state_dir: Path | None = None,
+        transports: Mapping[str, OpenTransport] | None = None,
     ) -> None:
+        """`transports`: per server, a transport to open in place of the configured one (in-process test upstreams)."""
         self.config = config
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
@@ -111,7 +117,7 @@ class Gateway:
 
             retriever = build_retriever(self.settings.embedder, state, method=self.settings.fusion)
         self.retriever: Retriever = retriever
-        self.pool = UpstreamPool(config, self._on_listing)
+        self.pool = UpstreamPool(config, self._on_listing, transports)
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
         self._template_prefixes: list[tuple[str, str]] = []

@@ -13,8 +13,8 @@ import logging
 import math
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -45,6 +45,11 @@ _HEALTHY_RESET_AFTER = 5.0
 """A connection that lived this long resets the backoff; a crash loop keeps backing off."""
 _PAGE_CAP = 50
 _WIRE_RESULT = TypeAdapter(dict[str, Any])
+
+
+OpenTransport = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens a client transport (read and write streams) to an upstream in place of the one its config entry names:
+the seam for an in-process upstream in fast tests (tests/fakes.py)."""
 
 
 class UpstreamState(StrEnum):
@@ -83,9 +88,12 @@ class Upstream:
         settings: NexusSettings,
         on_listing: OnListing,
         switchboard: Switchboard | None = None,
+        *,
+        transport: OpenTransport | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
+        self._open_override = transport
         self.settings = settings
         self.call_timeout = spec.call_timeout or settings.call_timeout
         self.call_timeout_max = max(spec.call_timeout_max or settings.call_timeout_max, self.call_timeout)
@@ -113,6 +121,8 @@ class Upstream:
 
     @property
     def transport(self) -> str:
+        if self._open_override is not None:
+            return "in-process"
         return "stdio" if isinstance(self.spec, StdioServer) else self.spec.transport
 
     def status(self) -> UpstreamStatus:
@@ -206,6 +216,8 @@ class Upstream:
                 logger.warning("upstream %s: re-listing tools failed: %s", self.name, _describe(exc))
 
     def _open_transport(self) -> Any:
+        if self._open_override is not None:
+            return self._open_override()
         spec = self.spec
         if isinstance(spec, StdioServer):
             env = upstream_environment(spec.env, inherit=self.settings.inherit_env)
@@ -436,10 +448,13 @@ class _Slot:
 class UpstreamPool:
     """Every configured upstream, started concurrently and supervised until the pool closes."""
 
-    def __init__(self, config: GatewayConfig, on_listing: OnListing) -> None:
+    def __init__(
+        self, config: GatewayConfig, on_listing: OnListing, transports: Mapping[str, OpenTransport] | None = None
+    ) -> None:
         self.switchboard = Switchboard()
+        opened = transports or {}
         self.upstreams = {
-            name: Upstream(name, spec, config.nexus, on_listing, self.switchboard)
+            name: Upstream(name, spec, config.nexus, on_listing, self.switchboard, transport=opened.get(name))
             for name, spec in config.enabled_servers.items()
         }
         self._max_starts = config.nexus.max_concurrent_starts

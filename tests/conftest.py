@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -16,6 +16,9 @@ from mcp import Client, StdioServerParameters
 from nexus_gateway.config import GatewayConfig, load_config
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server.app import build_server
+
+if TYPE_CHECKING:
+    from nexus_gateway.engine.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = str(ROOT / "tests" / "servers" / "faulty_server.py")
@@ -26,6 +29,18 @@ EXAMPLES = ROOT / "examples"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def gen_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    """One real engine with two sessions, shared by tests/engine/test_decoding.py and tests/generation/ (the model
+    is loaded only by a test that asks for it)."""
+    from nexus_gateway.engine.runtime import Runtime
+    from tests.engine.conftest import settings
+
+    engine = Runtime.load(settings(sessions=2), compiled_root=tmp_path_factory.mktemp("compiled_schemas"))
+    yield engine
+    engine.close()
 
 
 def stdio_entry(script: str, *args: str, **extra: Any) -> dict[str, Any]:

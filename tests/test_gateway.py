@@ -1,4 +1,5 @@
-"""The gateway's front, driven in memory, with real upstream processes behind it."""
+"""The gateway's front, driven in memory, with real upstream processes behind it, or in-process upstreams
+(tests/fakes.py) where only the gateway's own behaviour is under test."""
 
 from pathlib import Path
 
@@ -6,13 +7,14 @@ import anyio
 import pytest
 
 from tests.conftest import faulty, make_config, running_gateway, text_of
+from tests.fakes import fake_gateway, faulty_server
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_passthrough_lists_every_upstream_tool_namespaced(tmp_path: Path):
-    config = make_config(tmp_path, {"one": faulty(), "two": faulty()}, mode="passthrough")
-    async with running_gateway(config) as (_, client):
+    servers = {"one": faulty_server(), "two": faulty_server()}
+    async with fake_gateway(tmp_path, servers, mode="passthrough") as (_, client):
         names = sorted(tool.name for tool in (await client.list_tools()).tools)
     assert names == sorted(f"{s}__{t}" for s in ("one", "two") for t in ("echo", "grow", "pid", "sleep"))
 
@@ -23,9 +25,10 @@ async def test_passthrough_call_reaches_the_upstream(tmp_path: Path):
     assert not result.is_error and text_of(result) == "hello"
 
 
-async def test_routed_mode_serves_meta_tools_and_pinned_tools(tmp_path: Path):
-    config = make_config(tmp_path, {"one": faulty()}, mode="routed", pinned=["one__echo"])
-    async with running_gateway(config) as (_, client):
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_routed_mode_serves_meta_tools_and_pinned_tools(tmp_path: Path, era: str):
+    servers = {"one": faulty_server()}
+    async with fake_gateway(tmp_path, servers, era=era, mode="routed", pinned=["one__echo"]) as (_, client):
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert names == ["search_tools", "call_tool", "describe_tool", "run", "one__echo"]
         found = await client.call_tool("search_tools", {"query": "sleep for some seconds", "k": 2})
@@ -38,7 +41,7 @@ async def test_routed_mode_serves_meta_tools_and_pinned_tools(tmp_path: Path):
 
 
 async def test_describe_tool_gives_the_full_schema(tmp_path: Path):
-    async with running_gateway(make_config(tmp_path, {"one": faulty()}, mode="routed")) as (_, client):
+    async with fake_gateway(tmp_path, {"one": faulty_server()}, mode="routed") as (_, client):
         result = await client.call_tool("describe_tool", {"name": "one__echo"})
     described = result.structured_content
     assert described["inputSchema"]["required"] == ["text"]
@@ -54,7 +57,7 @@ async def test_auto_mode_switches_to_routed_above_the_threshold(tmp_path: Path):
 
 
 async def test_invalid_arguments_come_back_as_an_error_the_model_can_fix(tmp_path: Path):
-    async with running_gateway(make_config(tmp_path, {"one": faulty()}, mode="routed")) as (_, client):
+    async with fake_gateway(tmp_path, {"one": faulty_server()}, mode="routed") as (_, client):
         result = await client.call_tool("call_tool", {"name": "one__echo", "arguments": {"txt": "typo"}})
     assert result.is_error
     assert "'text' is a required property" in text_of(result)

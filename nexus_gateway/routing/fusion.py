@@ -48,4 +48,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
+    cut = scores[part].min()
+    above = np.flatnonzero(scores > cut)  # ties at the cut: the lowest indices, not whichever the partition kept
+    chosen = np.concatenate((above, np.flatnonzero(scores == cut)[: k - len(above)]))
+    return chosen[np.lexsort((chosen, -scores[chosen]))]

@@ -1,4 +1,6 @@
-"""One real engine for the whole module tree: the default Qwen2.5-Coder-0.5B, a small context, one thread."""
+"""One real engine for the engine tests: the default Qwen2.5-Coder-0.5B, a small context, one thread.
+
+The two-session `gen_runtime` that constrained decoding and generation share is in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ import numpy as np
 import pytest
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.config import ToolForm
+from nexus_gateway.engine import Decoded, Decoding
+from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.settings import EngineSettings
+from nexus_gateway.generation.grammar import GrammarPlan
 
 WEATHER = ToolRecord(
     name="get_weather",
@@ -73,3 +79,17 @@ def use_store(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, root: Path) -> 
     store = BlockStore(root, runtime.fingerprint)
     monkeypatch.setattr(runtime, "store", store)
     monkeypatch.setattr(runtime.splicer, "blocks", store)
+
+
+def decode_alone(
+    rt: Runtime, state: SessionState, record: ToolRecord, query: str, plan: GrammarPlan, form: ToolForm, max_tokens: int
+) -> Decoded:
+    """`decode_steps` driven alone, on this thread: each step decoded as it comes."""
+    how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens)
+    steps = decode_steps(rt, state, record, query, how)
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(rt.append_each([step])[0])
+    except StopIteration as done:
+        return done.value

@@ -7,8 +7,7 @@ from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.generation.generator import FORMS
 from nexus_gateway.generation.grammar import grammar_for, parse_object
 from nexus_gateway.validation import schema_problems
-from tests.engine.conftest import EMAIL, WEATHER
-from tests.generation.conftest import decode_alone
+from tests.engine.conftest import EMAIL, WEATHER, decode_alone
 
 
 @pytest.mark.parametrize("mode", FORMS)

@@ -10,8 +10,7 @@ import pytest
 from mcp import Client
 
 from nexus_gateway.meta.tools import MetaTools
-from tests.conftest import EXAMPLES, make_config, running_gateway, stdio_entry, text_of, write_config
-from tests.server.test_stdio import gateway_params
+from tests.conftest import EXAMPLES, gateway_params, make_config, running_gateway, stdio_entry, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}

@@ -1,0 +1,155 @@
+"""`ArgumentGenerator`: what it makes of the engine's decoded text (drops, flags, problems, the trace), with a
+scripted engine, and the whole path once with the real default model (the shared `gen_runtime`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Decoded, Decoding, Session, Turn
+from nexus_gateway.engine.decoding import decode_steps
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.errors import ConfigError
+from nexus_gateway.generation.generator import ArgumentGenerator, check_mode
+from tests.engine.conftest import WEATHER
+
+pytestmark = pytest.mark.anyio
+
+
+def tool(name: str, properties: dict[str, Any], required: list[str]) -> ToolRecord:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ToolRecord.from_tool("notes", {"name": name, "description": f"{name}.", "inputSchema": schema})
+
+
+SEARCH = tool("search_notes", {"query": {"type": "string"}, "folder": {"type": "string"}}, ["query"])
+TITLED = tool("create_note", {"title": {"type": "string", "minLength": 5}}, ["title"])
+PING = tool("ping", {}, [])
+
+
+class ScriptedEngine:
+    """An `Engine` whose decoder answers with the given texts, in order; it records what it was asked."""
+
+    def __init__(self, *answers: Decoded) -> None:
+        self.answers = list(answers)
+        self.decoded: list[tuple[str, Decoding]] = []
+        self.prepared: list[list[str]] = []
+
+    async def open_session(self) -> Session:
+        return Session(0)
+
+    async def close_session(self, session: Session) -> None:
+        pass
+
+    async def depth(self, session: Session) -> int:
+        return 0
+
+    async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
+        pass
+
+    async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
+        self.decoded.append((record.name, how))
+        return self.answers.pop(0)
+
+    async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
+        self.prepared.append([record.name for record in records])
+
+
+def decoded(text: str, *, complete: bool = True, closed_early: bool = False) -> Decoded:
+    return Decoded(text, complete, None, 12, 0.01, 0.05, closed_early=closed_early)
+
+
+async def test_an_optional_argument_the_request_does_not_contain_is_dropped():
+    engine = ScriptedEngine(decoded('{"query": "taxes", "folder": "archive"}'))
+    generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes")
+    assert generated.arguments == {"query": "taxes"} and generated.dropped == ("folder",)
+    assert generated.schema_valid and generated.trace()["dropped"] == ["folder"]
+
+
+async def test_a_required_value_the_request_lacks_is_kept_and_flagged_ungrounded():
+    engine = ScriptedEngine(decoded('{"query": "budget"}'))
+    generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes")
+    assert generated.arguments == {"query": "budget"} and generated.ungrounded == ("query",)
+    assert generated.dropped == () and generated.schema_valid
+
+
+async def test_a_tool_without_parameters_gets_empty_arguments_without_asking_the_model():
+    engine = ScriptedEngine()
+    generated = await ArgumentGenerator(engine).generate(Session(0), PING, "ping the server")
+    assert generated.arguments == {} and generated.schema_valid and generated.placement is None
+    assert engine.decoded == []
+
+
+async def test_output_that_never_closes_is_not_json_and_the_problem_names_the_budget():
+    engine = ScriptedEngine(decoded('{"query": "tax', complete=False))
+    generated = await ArgumentGenerator(engine, max_tokens=8).generate(Session(0), SEARCH, "notes about taxes")
+    assert generated.arguments is None and not generated.json_valid
+    assert len(generated.problems) == 1 and "did not close within 8 + " in generated.problems[0]
+
+
+async def test_arguments_closed_early_that_fail_the_schema_say_the_budget_ran_out_first():
+    engine = ScriptedEngine(decoded('{"title": "ab"}', closed_early=True))
+    generated = await ArgumentGenerator(engine, max_tokens=4).generate(Session(0), TITLED, "a note titled ab")
+    assert generated.json_valid and not generated.schema_valid and generated.closed_early
+    assert generated.problems[0] == "the token budget (4) ran out and the arguments were closed early"
+    assert len(generated.problems) == 2
+
+
+async def test_the_decoding_asked_of_the_engine_carries_the_mode_budget_and_schema_grammar():
+    engine = ScriptedEngine(decoded('{"query": "taxes"}'), decoded('{"query": "taxes"}'))
+    generator = ArgumentGenerator(engine, mode="prefill", max_tokens=32)
+    first = await generator.generate(Session(0), SEARCH, "notes about taxes")
+    second = await generator.generate(Session(0), SEARCH, "notes about taxes", mode="signature")
+    (_, how), (_, other) = engine.decoded
+    assert (how.form, how.max_tokens, how.opens_key, other.form) == ("prefill", 32, True, "signature")
+    assert how.grammar and first.grammar == "schema" and (first.mode, second.mode) == ("prefill", "signature")
+
+
+async def test_splice_mode_compiles_each_tool_block_once():
+    engine = ScriptedEngine(*(decoded('{"query": "taxes"}') for _ in range(3)))
+    generator = ArgumentGenerator(engine, mode="splice")
+    for _ in range(3):
+        await generator.generate(Session(0), SEARCH, "notes about taxes")
+    assert engine.prepared == [["notes__search_notes"]]
+
+
+def test_an_unknown_argument_mode_is_a_config_error_naming_the_choices():
+    assert check_mode("splice") == "splice"
+    with pytest.raises(ConfigError, match=r"signature, splice, prefill.*'fast'"):
+        check_mode("fast")
+
+
+class RuntimeEngine(ScriptedEngine):
+    """The `Engine` over the shared real runtime, decoding on this thread (no worker needed)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self.runtime = runtime
+
+    async def open_session(self) -> Session:
+        return Session(self.runtime.open_session().seq)
+
+    async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
+        steps = decode_steps(self.runtime, self.runtime.session(session.id), record, query, how)
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(self.runtime.append_each([step])[0])
+        except StopIteration as done:
+            return done.value
+
+
+async def test_the_real_model_fills_the_city_from_the_request(gen_runtime: Runtime):
+    gen_runtime.reset()
+    engine = RuntimeEngine(gen_runtime)
+    with anyio.fail_after(120):
+        generated = await ArgumentGenerator(engine).generate(
+            await engine.open_session(), WEATHER, "What is the weather in Paris?"
+        )
+    assert generated.arguments is not None and generated.arguments["city"] == "Paris", generated.text
+    assert generated.schema_valid and generated.ungrounded == () and generated.n_tokens > 0
+    assert generated.trace()["arguments"] == generated.arguments == json.loads(generated.text)
