@@ -113,9 +113,9 @@ class Gateway:
         prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
         self.catalog = Catalog(pins, prefixes=prefixes)
         if retriever is None:
-            from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load only here
+            from nexus_gateway.routing.lazy import LazyRetriever  # numpy and the embedder load on first use
 
-            retriever = build_retriever(self.settings.embedder, state, method=self.settings.fusion)
+            retriever = LazyRetriever(self.settings.embedder, state, method=self.settings.fusion)
         self.retriever: Retriever = retriever
         self.pool = UpstreamPool(config, self._on_listing, transports)
         self._listeners: list[ChangeListener] = []

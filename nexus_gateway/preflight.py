@@ -10,7 +10,7 @@ from __future__ import annotations
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.engine.settings import engine_settings
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.routing.hybrid import check_retriever
+from nexus_gateway.routing.specs import check_retriever
 
 
 def preflight(config: GatewayConfig) -> None:

@@ -25,10 +25,8 @@ from typing import Protocol
 
 import numpy as np
 
-from nexus_gateway.errors import ConfigError
 from nexus_gateway.routing.bm25 import tokenize
-
-DEFAULT_SPEC = "default"
+from nexus_gateway.routing.specs import embedder_kind
 
 
 class Embedder(Protocol):
@@ -113,30 +111,25 @@ def make_embedder(spec: str | None, *, gguf_loader: GGUFLoader | None = None) ->
 
 
 def embedder_factory(spec: str | None, *, gguf_loader: GGUFLoader | None = None) -> Callable[[], Embedder]:
-    """Check an embedder spec and return what builds it, loading nothing yet (`config check` and
-    `serve` reject the same specs with the same `ConfigError`)."""
-    spec = (spec or DEFAULT_SPEC).strip()
-    if spec == DEFAULT_SPEC:
+    """Check an embedder spec (specs.py) and return what builds it, loading nothing yet."""
+    kind, path = embedder_kind(spec)
+    if kind == "default":
         from nexus_gateway.routing._onnx_minilm import MiniLMEmbedder
 
         return MiniLMEmbedder
-    if spec == "hashing":
+    if kind == "hashing":
         return HashingEmbedder
-    if spec.startswith("gguf:"):
-        path = Path(spec.removeprefix("gguf:")).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"Embedder {spec!r}: no GGUF file at {path}.")
+    assert path is not None
 
-        def build() -> Embedder:
-            loader = gguf_loader
-            if loader is None:
-                from nexus_gateway.engine.llama import LlamaEmbedding  # llama.cpp loads only here
+    def build() -> Embedder:
+        loader = gguf_loader
+        if loader is None:
+            from nexus_gateway.engine.llama import LlamaEmbedding  # llama.cpp loads only here
 
-                loader = LlamaEmbedding
-            return LlamaCppEmbedder(loader(path), name=f"gguf:{path.name}")
+            loader = LlamaEmbedding
+        return LlamaCppEmbedder(loader(path), name=f"gguf:{path.name}")
 
-        return build
-    raise ConfigError(f"Unknown embedder {spec!r}: use 'default', 'hashing' or 'gguf:/path/to/model.gguf'.")
+    return build
 
 
 def _normalize_rows(matrix: np.ndarray) -> np.ndarray:

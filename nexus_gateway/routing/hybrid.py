@@ -12,7 +12,7 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.routing.bm25 import BM25Retriever
-from nexus_gateway.routing.embedders import Embedder, embedder_factory, make_embedder
+from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, tool_text
@@ -105,12 +105,6 @@ class HybridRetriever:
         peak = float(lexical_scores.max())
         scores = fuse(slb.scores_of(vector, rows), lexical_scores[rows], self.method, peak=peak)
         return [Hit(slb.names[rows[i]], float(scores[i])) for i in top_k(scores, k)]
-
-
-def check_retriever(spec: str) -> None:
-    """Raise the `ConfigError` `build_retriever` would raise for this embedder spec, loading nothing."""
-    if spec != "bm25":
-        embedder_factory(spec)
 
 
 def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> Retriever:

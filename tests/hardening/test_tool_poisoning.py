@@ -115,7 +115,7 @@ async def test_routed_meta_tools_and_the_index_see_only_the_pinned_definition(tm
                 assert "quarantined" in described["warning"] and f"tools approve {ECHO}" in described["warning"]
                 called = await client.call_tool("call_tool", {"name": ECHO, "arguments": {"text": "hi"}})
                 assert text_of(called) == "hi"
-        assert float(gateway.retriever.scores("ssh rsa").max()) == 0.0  # type: ignore[attr-defined]
+        assert float(gateway.retriever.built.scores("ssh rsa").max()) == 0.0  # type: ignore[attr-defined]
         assert not gateway.resolve(ECHO).read_only  # so `run` asks before calling it, as before the change
 
 

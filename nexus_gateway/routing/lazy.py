@@ -1,0 +1,54 @@
+"""A retriever built on first use, so a gateway that never searches never loads numpy or an embedder.
+
+The gateway holds one from start-up; the first `index` or `search` builds the configured retriever
+(hybrid.py: numpy, onnxruntime or llama.cpp, the saved index) in the worker thread that calls it. In
+passthrough mode nothing indexes until a search, so `serve` in passthrough loads none of them; in routed
+mode the background indexer's first run pays for the build, off every request path.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever
+
+if TYPE_CHECKING:
+    from nexus_gateway.routing.fusion import FusionMethod  # fusion.py imports numpy
+
+
+class LazyRetriever:
+    """`build_retriever(spec, state_dir, method=method)` on first use; a `Retriever` meanwhile."""
+
+    def __init__(self, spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> None:
+        self._spec = spec
+        self._state_dir = state_dir
+        self._method: FusionMethod = method
+        self._lock = threading.Lock()
+        self._built: Retriever | None = None
+        self.tau = math.inf
+        """The built retriever's margin gate; never automatic before it is built."""
+
+    @property
+    def built(self) -> Retriever | None:
+        """The configured retriever once the first `index` or `search` has built it."""
+        return self._built
+
+    def _retriever(self) -> Retriever:
+        with self._lock:
+            if self._built is None:
+                from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load here
+
+                self._built = build_retriever(self._spec, self._state_dir, method=self._method)
+                self.tau = self._built.tau
+            return self._built
+
+    def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
+        self._retriever().index(records, progress)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self._retriever().search(query, k)

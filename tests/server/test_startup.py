@@ -1,0 +1,63 @@
+"""`serve` in passthrough mode starts light: a real gateway process over stdio, inspected after tools/list.
+
+What it loaded is read from /proc/PID/maps (the shared objects mapped into the process), so an import
+anywhere, at start-up or in a background task, is seen."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from mcp import Client
+
+from tests.conftest import gateway_params, write_config
+
+ECHO = {"command": sys.executable, "args": ["-m", "nexus_gateway.bench.echo_server"]}
+HEAVY = ("_multiarray_umath", "onnxruntime", "libllama", "libggml", "_swigfaiss", "openblas")
+"""Pieces of the file names of numpy, onnxruntime, llama.cpp and faiss shared objects."""
+PASSTHROUGH_RSS_MB = 80
+
+
+def gateway_process() -> psutil.Process:
+    """The `nexus-gateway serve` child of this test process."""
+    found = [
+        child
+        for child in psutil.Process().children()
+        if "nexus_gateway" in child.cmdline() and "serve" in child.cmdline()
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def heavy_libraries(process: psutil.Process) -> list[str]:
+    maps = Path(f"/proc/{process.pid}/maps").read_text()
+    mapped = {line.rsplit("/", 1)[-1] for line in maps.splitlines() if ".so" in line}
+    return sorted(name for name in mapped if any(piece in name for piece in HEAVY))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_passthrough_serve_lists_tools_without_loading_numpy_onnxruntime_or_llama(tmp_path: Path, era: str):
+    config = write_config(tmp_path, {"echo": ECHO}, mode="passthrough")
+    with anyio.fail_after(120):
+        async with Client(gateway_params(config, "--log-level", "warning"), mode=era, cache=None) as client:
+            tools = await client.list_tools()
+            assert [tool.name for tool in tools.tools] == ["echo__echo"]
+            assert (await client.call_tool("echo__echo", {"text": "hi"})).is_error is False
+            gateway = gateway_process()
+            assert heavy_libraries(gateway) == []
+            assert gateway.memory_info().rss / 2**20 <= PASSTHROUGH_RSS_MB
+
+
+@pytest.mark.anyio
+async def test_routed_serve_loads_the_embedder_only_to_index_or_search(tmp_path: Path):
+    """Routed mode builds its retriever in the background; a search finds the tool once it has."""
+    config = write_config(tmp_path, {"echo": ECHO}, mode="routed", embedder="hashing")
+    with anyio.fail_after(120):
+        async with Client(gateway_params(config, "--log-level", "warning"), mode="legacy", cache=None) as client:
+            found = await client.call_tool("search_tools", {"query": "echo the text"})
+            assert "echo__echo" in str(found.content)
+            assert any("_multiarray_umath" in name for name in heavy_libraries(gateway_process()))
