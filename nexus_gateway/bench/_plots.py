@@ -1,4 +1,4 @@
-"""PNG figures for the engine benchmarks (needs matplotlib: `pip install matplotlib`)."""
+"""PNG figures for the benchmarks (needs matplotlib: `pip install matplotlib`)."""
 
 from __future__ import annotations
 
@@ -91,4 +91,42 @@ def ttft_plot(report: dict[str, Any], path: Path) -> None:
     figure.suptitle(f"P={report['P']}, D={report['D']}; {report['block_bytes_per_token']:.0f} bytes per block token")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def proxy_plot(report: dict[str, Any], path: Path) -> None:
+    """`bench proxy`: added latency, CPU per call, calls/s by concurrency, cold start and RSS, one bar per proxy."""
+    plt = _pyplot()
+    rows = [*report["nexus"], *report["peers"]]
+    labels = [f"{row['name']}\n{row['transport']}" for row in rows]
+    colors = ["tab:blue" if row["name"] == "nexus-gateway" else "tab:gray" for row in rows]
+    figure, axes = plt.subplots(1, 5, figsize=(24, 5))
+    panels = (
+        ("added_ms_p50", "added latency p50 vs direct stdio (ms)"),
+        ("cpu_ms_per_call", "proxy CPU per call (ms)"),
+        (None, "calls/s by concurrent clients"),
+        ("cold_start_s", "cold start to first tools/list (s)"),
+        ("rss_mb", "RSS after tools/list (MB)"),
+    )
+    for axis, (key, title) in zip(axes, panels, strict=True):
+        positions = list(range(len(rows)))
+        if key is None:
+            levels = sorted({level for row in rows for level in row["calls_per_s"]}, key=int)
+            width = 0.8 / max(len(levels), 1)
+            for index, level in enumerate(levels):
+                values = [row["calls_per_s"].get(level, 0.0) for row in rows]
+                axis.bar([p + index * width for p in positions], values, width, label=f"{level} clients")
+            axis.set_xticks([p + width * (len(levels) - 1) / 2 for p in positions], labels, fontsize=7)
+            axis.legend(fontsize=7)
+        else:
+            axis.bar(positions, [row[key] for row in rows], color=colors)
+            axis.set_xticks(positions, labels, fontsize=7)
+        axis.set_title(title, fontsize=9)
+        axis.grid(axis="y", alpha=0.3)
+    figure.suptitle(
+        f"{report['rounds']} interleaved rounds x {report['calls_per_round']} calls; "
+        f"direct stdio p50 {report['direct_ms_p50']:.3f} ms"
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
     plt.close(figure)

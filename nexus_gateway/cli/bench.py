@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App
@@ -21,17 +22,64 @@ app.command("ttft")(engine_cli.ttft)
 @app.command()
 def proxy(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
-    calls: Annotated[int, typer.Option(help="Measured calls per path.")] = 500,
-    warmup: Annotated[int, typer.Option(help="Unmeasured calls per path first.")] = 50,
+    plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here (needs matplotlib).")] = None,
+    peer: Annotated[
+        list[str],
+        typer.Option(help="A peer to measure too: mcp-proxy, fastmcp, supergateway or NAME=stdio|http:COMMAND."),
+    ] = [],  # noqa: B006
+    transport: Annotated[
+        str, typer.Option(help="stdio, http or both (comma-separated): how clients reach a proxy.")
+    ] = ("stdio"),
+    rounds: Annotated[int, typer.Option(min=1, help="Interleaved rounds (round-robin over the proxies).")] = 10,
+    calls: Annotated[int, typer.Option(min=1, help="Measured calls per proxy per round.")] = 100,
+    warmup: Annotated[int, typer.Option(min=0, help="Unmeasured calls per proxy first.")] = 20,
+    concurrency: Annotated[str, typer.Option(help="Concurrent clients for calls/s, comma-separated.")] = "1,4,16",
+    throughput_calls: Annotated[int, typer.Option(min=1, help="Calls per proxy at each concurrency.")] = 320,
+    cold_starts: Annotated[int, typer.Option(min=1, help="Cold starts per proxy (the median is reported).")] = 3,
+    peer_path: Annotated[
+        list[str], typer.Option(help="A directory to look for peers (and node) in, besides PATH.")
+    ] = [],  # noqa: B006
 ) -> None:
-    """p50/p99 latency of tools/call through the gateway against the same upstream called directly (stdio)."""
+    """Latency, CPU per call, calls/s, cold start and RSS of nexus-gateway (passthrough) and its peers, each in
+    front of the same echo upstream, against that upstream called directly over stdio."""
+    from nexus_gateway.bench.peers import TRANSPORTS, Transport
     from nexus_gateway.bench.proxy import run
 
-    result = run(calls, warmup)
+    chosen: list[Transport] = []
+    for item in (part.strip() for part in transport.split(",") if part.strip()):
+        if item not in TRANSPORTS:
+            raise typer.BadParameter("stdio, http or stdio,http", param_hint="--transport")
+        chosen.append("stdio" if item == "stdio" else "http")
+    try:
+        levels = [int(item) for item in concurrency.split(",") if item.strip()]
+    except ValueError:
+        raise typer.BadParameter("a comma-separated list of numbers, e.g. 1,4,16", param_hint="--concurrency") from None
+    result = run(
+        transports=chosen or ["stdio"],
+        peers=peer,
+        rounds=rounds,
+        calls=calls,
+        warmup=warmup,
+        concurrency=levels,
+        throughput_calls=throughput_calls,
+        cold_starts=cold_starts,
+        extra_path=peer_path,
+    )
     text = json.dumps(result, indent=2)
     if json_out:
         json_out.write_text(text + "\n")
+    if plot_out:
+        from nexus_gateway.bench._plots import proxy_plot
+        from nexus_gateway.cli._run import fail
+        from nexus_gateway.errors import ConfigError
+
+        try:
+            proxy_plot(result, plot_out)
+        except ConfigError as exc:
+            fail(exc)
     out.print_json(text)
+    for note in result["notes"]:
+        out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
 
 
 @app.command("big-result")
