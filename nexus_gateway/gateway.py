@@ -37,6 +37,7 @@ from nexus_gateway.metrics import Metrics
 from nexus_gateway.naming import item_name
 from nexus_gateway.pins import PinStore
 from nexus_gateway.routing import gate
+from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
@@ -112,10 +113,9 @@ class Gateway:
         )
         prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
         self.catalog = Catalog(pins, prefixes=prefixes)
-        if retriever is None:
-            from nexus_gateway.routing.lazy import LazyRetriever  # numpy and the embedder load on first use
-
-            retriever = LazyRetriever(self.settings.embedder, state, method=self.settings.fusion)
+        self._lazy: LazyRetriever | None = None
+        if retriever is None:  # numpy and the embedder load on first use (routed mode: from the start, below)
+            retriever = self._lazy = LazyRetriever(self.settings.embedder, state, method=self.settings.fusion)
         self.retriever: Retriever = retriever
         self.pool = UpstreamPool(config, self._on_listing, transports)
         self._listeners: list[ChangeListener] = []
@@ -142,7 +142,14 @@ class Gateway:
             raise
         self.start_soon(self._watch_pins)
         self.start_soon(self.indexer.run, name="indexer")
+        if self.settings.mode == "routed":
+            self.start_soon(self._load_retriever, name="retriever")  # while the upstreams start
         return self
+
+    async def _load_retriever(self) -> None:
+        """Build the retriever (embedder, saved index) in a worker thread, once."""
+        if self._lazy is not None and self._lazy.built is None:
+            await anyio.to_thread.run_sync(self._lazy.load)
 
     async def wait_ready(self) -> None:
         """Wait until every upstream has connected or failed its first start (each bounded by start_timeout)."""
@@ -197,7 +204,7 @@ class Gateway:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
             self.indexer.mark_stale()
-            if self.settings.mode != "passthrough":  # a gateway that never routes indexes on its first search
+            if self.mode == "routed":  # passthrough (auto with a small catalog too) indexes on its first search
                 self.indexer.request()  # in the background: never inside the upstream's start
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
@@ -255,6 +262,7 @@ class Gateway:
     async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
         want = k or self.settings.search_k
+        await self._load_retriever()  # the wait for the index below is for embedding, not for loading a model
         await self.indexer.settle(SEARCH_WAITS_FOR_INDEX)
         hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
         automatic = gate.decide([hit.score for hit in hits], self.retriever.tau)

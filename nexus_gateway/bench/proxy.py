@@ -37,10 +37,10 @@ import anyio.abc
 import psutil
 from mcp import Client, StdioServerParameters
 
-from nexus_gateway.bench import echo_server
 from nexus_gateway.bench.peers import Missing, Proxy, Transport, nexus, resolve, search_path
 
-UPSTREAM = [sys.executable, str(Path(echo_server.__file__).resolve())]
+UPSTREAM = [sys.executable, str(Path(__file__).resolve().parent / "echo_server.py")]
+"""The echo server run as a script: importing it here would configure the SDK's logging in this process."""
 START_TIMEOUT = 120.0
 """Seconds a proxy may take to start, and any one request to answer."""
 CALL = {"text": "ping"}

@@ -38,7 +38,8 @@ class LazyRetriever:
         """The configured retriever once the first `index` or `search` has built it."""
         return self._built
 
-    def _retriever(self) -> Retriever:
+    def load(self) -> Retriever:
+        """The configured retriever, built now if it is not yet (blocking: call it in a worker thread)."""
         with self._lock:
             if self._built is None:
                 from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load here
@@ -48,7 +49,7 @@ class LazyRetriever:
             return self._built
 
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
-        self._retriever().index(records, progress)
+        self.load().index(records, progress)
 
     def search(self, query: str, k: int) -> list[Hit]:
-        return self._retriever().search(query, k)
+        return self.load().search(query, k)

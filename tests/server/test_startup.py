@@ -39,9 +39,12 @@ def heavy_libraries(process: psutil.Process) -> list[str]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("era", ["legacy", "auto"])
-async def test_passthrough_serve_lists_tools_without_loading_numpy_onnxruntime_or_llama(tmp_path: Path, era: str):
-    config = write_config(tmp_path, {"echo": ECHO}, mode="passthrough")
+@pytest.mark.parametrize(("mode", "era"), [("passthrough", "legacy"), ("passthrough", "auto"), ("auto", "legacy")])
+async def test_passthrough_serve_lists_tools_without_loading_numpy_onnxruntime_or_llama(
+    tmp_path: Path, mode: str, era: str
+):
+    """`auto` (the default) with a catalog under `auto_threshold` serves as passthrough, and starts as light."""
+    config = write_config(tmp_path, {"echo": ECHO}, mode=mode)
     with anyio.fail_after(120):
         async with Client(gateway_params(config, "--log-level", "warning"), mode=era, cache=None) as client:
             tools = await client.list_tools()
