@@ -116,11 +116,13 @@ def proxy_plot(report: dict[str, Any], path: Path) -> None:
             for index, level in enumerate(levels):
                 values = [row["calls_per_s"].get(level, 0.0) for row in rows]
                 axis.bar([p + index * width for p in positions], values, width, label=f"{level} clients")
-            axis.set_xticks([p + width * (len(levels) - 1) / 2 for p in positions], labels, fontsize=7)
+            axis.set_xticks(
+                [p + width * (len(levels) - 1) / 2 for p in positions], labels, fontsize=7, rotation=30, ha="right"
+            )
             axis.legend(fontsize=7)
         else:
             axis.bar(positions, [row[key] for row in rows], color=colors)
-            axis.set_xticks(positions, labels, fontsize=7)
+            axis.set_xticks(positions, labels, fontsize=7, rotation=30, ha="right")
         axis.set_title(title, fontsize=9)
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle(

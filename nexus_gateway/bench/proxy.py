@@ -344,3 +344,20 @@ def run(**options: Any) -> dict[str, Any]:
         return await run_proxy_bench(**options)
 
     return anyio.run(main)
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The README's speed table: one line per proxy and transport, nexus-gateway first."""
+    levels = sorted({level for row in [*report["nexus"], *report["peers"]] for level in row["calls_per_s"]}, key=int)
+    head = (
+        "| proxy | host -> proxy | added p50 / p99 vs direct stdio (ms) | proxy CPU / call (ms) | "
+        f"calls/s at {' / '.join(levels)} clients | cold start to first tools/list (s) | RSS (MB) |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for row in [*report["nexus"], *report["peers"]]:
+        rates = " / ".join(f"{row['calls_per_s'].get(level, 0):.0f}" for level in levels)
+        lines.append(
+            f"| {row['name']} | {row['transport']} | {row['added_ms_p50']:.2f} / {row['added_ms_p99']:.2f} | "
+            f"{row['cpu_ms_per_call']:.2f} | {rates} | {row['cold_start_s']:.2f} | {row['rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)

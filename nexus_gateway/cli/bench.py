@@ -43,7 +43,7 @@ def proxy(
     """Latency, CPU per call, calls/s, cold start and RSS of nexus-gateway (passthrough) and its peers, each in
     front of the same echo upstream, against that upstream called directly over stdio."""
     from nexus_gateway.bench.peers import TRANSPORTS, Transport
-    from nexus_gateway.bench.proxy import run
+    from nexus_gateway.bench.proxy import markdown_table, run
 
     chosen: list[Transport] = []
     for item in (part.strip() for part in transport.split(",") if part.strip()):
@@ -78,6 +78,7 @@ def proxy(
         except ConfigError as exc:
             fail(exc)
     out.print_json(text)
+    print(markdown_table(result))
     for note in result["notes"]:
         out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
 

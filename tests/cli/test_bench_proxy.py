@@ -48,4 +48,5 @@ def test_bench_proxy_measures_the_gateway_and_a_command_peer_and_notes_the_missi
     notes = "\n".join(report["notes"])
     assert "mcp-proxy: not installed" in notes and "no-such-proxy: unknown peer" in notes
     assert "note: mcp-proxy: not installed" in done.stdout
+    assert "| nexus-gateway | stdio |" in done.stdout and "| upstream-itself | stdio |" in done.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
