@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from nexus_gateway.dashboard.auth import COOKIE, LOGIN_KEY, PREFIX, BrowserLogin
 from nexus_gateway.dashboard.source import DashboardSource
 from nexus_gateway.errors import NexusError
+from nexus_gateway.routing import gate
 from nexus_gateway.upstream import UpstreamStatus
 
 HERE = Path(__file__).parent
@@ -38,7 +40,7 @@ SEARCH_K = 10
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # not no-referrer: Chromium then posts forms with `Origin: null`
     "Cache-Control": "no-store",
 }
 PAGES = [
@@ -95,11 +97,17 @@ class Dashboard:
         query = request.query_params.get("q", "").strip()
         k = _bounded_int(request.query_params.get("k"), SEARCH_K, 1, 50)
         results = await self.source.search(query, k) if query else None
-        scores = [result.score for result in results or []]
-        margin = round(scores[0] - scores[1], 4) if len(scores) > 1 else None
+        margin = gate.margin([result.score for result in results or []])
         tools = self.source.tools() if results is None else []
         return self.render(
-            request, "catalog", query=query, k=k, results=results, margin=margin, tau=self.source.tau, tools=tools
+            request,
+            "catalog",
+            query=query,
+            k=k,
+            results=results,
+            margin=round(margin, 4) if math.isfinite(margin) else None,
+            tau=self.source.tau,
+            tools=tools,
         )
 
     async def quarantine(self, request: Request) -> Response:
