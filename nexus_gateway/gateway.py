@@ -316,10 +316,9 @@ class Gateway:
             outcome = "timeout"
             raise
         finally:
-            self.metrics.observe_call(record.server, outcome, time.perf_counter() - started)
-            self.activity.record_call(
-                record.name, record.server, outcome, time.perf_counter() - started, sys.exc_info()[1]
-            )
+            elapsed = time.perf_counter() - started
+            self.metrics.observe_call(record.server, outcome, elapsed)
+            self.activity.record_call(record.name, record.server, outcome, elapsed, sys.exc_info()[1])
 
     def quarantined(self) -> list[dict[str, Any]]:
         """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""

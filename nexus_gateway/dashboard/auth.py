@@ -73,8 +73,8 @@ class BrowserLogin:
             return owner
         tokens = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1")).get("token", [])
         owner = check(tokens[0]) if tokens else None
-        if owner is None:
-            return None
+        if owner is None or scope.get("path") == PREFIX:  # `/ui` is redirected to `/ui/`, which signs in
+            return owner
         session = secrets.token_urlsafe(32)
         self._sessions[session] = owner
         while len(self._sessions) > KEEP_SESSIONS:

@@ -216,7 +216,7 @@ async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
         sock.close()
         raise NexusError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_host, bound_port = sock.getsockname()[:2]
-    logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz)", bound_host, bound_port)
+    logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz, /ui)", bound_host, bound_port)
     server = uvicorn.Server(config)
     stopped = anyio.Event()
 
