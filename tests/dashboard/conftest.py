@@ -72,7 +72,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "local": faulty("--poison", "description"),
         "mirror": faulty("--poison", "description"),
         "time": TIME,
-        "broken": {"command": str(tmp / "no-such-server")},
+        "broken": {"command": "no-such-server"},
     }
     config = write_config(tmp, servers, mode="routed", auth_tokens=[TOKEN], state_dir=str(state))
     proc, url = start_gateway_http(config)
