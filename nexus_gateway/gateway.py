@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
+from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import Catalog, ToolRecord
 from nexus_gateway.config import GatewayConfig, NexusSettings, default_state_dir
 from nexus_gateway.errors import (
@@ -73,6 +75,7 @@ class GatewayCore(Protocol):
     settings: NexusSettings
     catalog: Catalog
     metrics: Metrics
+    activity: Activity
 
     @property
     def mode(self) -> Literal["passthrough", "routed"]: ...
@@ -129,6 +132,7 @@ class Gateway:
         self._ready = False
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
+        self.activity = Activity()
         self._tasks: anyio.abc.TaskGroup | None = None
         self._closers: list[Background] = []
 
@@ -320,7 +324,9 @@ class Gateway:
             outcome = "timeout"
             raise
         finally:
-            self.metrics.observe_call(record.server, outcome, time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self.metrics.observe_call(record.server, outcome, elapsed)
+            self.activity.record_call(record.name, record.server, outcome, elapsed, sys.exc_info()[1])
 
     def quarantined(self) -> list[dict[str, Any]]:
         """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""

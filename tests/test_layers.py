@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "nexus_gateway"
 LAYERS: list[tuple[str, ...]] = [
     ("cli", "bench", "evals", "preflight", "__main__"),
     ("server",),
+    ("dashboard",),
     ("meta",),
     ("gateway", "indexing"),
     ("generation",),

@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import math
+import time
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -130,6 +131,12 @@ class Runner:
             return ("id", id(client))
 
     async def run(self, arguments: dict[str, Any], client: object | None = None) -> ToolResult:
+        started = time.perf_counter()
+        result = await self._run(arguments, client)
+        self.gateway.activity.record_run(str(arguments.get("request", "")), result, time.perf_counter() - started)
+        return result
+
+    async def _run(self, arguments: dict[str, Any], client: object | None) -> ToolResult:
         request = str(arguments.get("request", "")).strip()
         if not request:
             raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")

@@ -24,6 +24,7 @@ from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result
 from nexus_gateway.server._results import CACHE_HINTS, complete
+from nexus_gateway.server.clients import ClientRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +60,11 @@ def build_server(gateway: Gateway) -> Server[Any]:
     tools = MetaTools.of(gateway)
     page_size = gateway.settings.list_page_size
     forwarder = Forwarder(gateway)
+    registry = ClientRegistry.of(gateway)
 
     def seen(ctx: ServerRequestContext[Any]) -> None:
         clients.add(client_of(ctx))
+        registry.seen(ctx)
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()

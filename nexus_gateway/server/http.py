@@ -1,4 +1,5 @@
-"""The gateway over HTTP: streamable HTTP at `/mcp`, SSE at `/sse` + `/messages/`, `/healthz`, `/metrics`.
+"""The gateway over HTTP: streamable HTTP at `/mcp`, SSE at `/sse` + `/messages/`, `/healthz`, `/metrics`,
+and the dashboard at `/ui` (dashboard/).
 
 Binds 127.0.0.1 unless told otherwise. On every path, Host and Origin headers are checked (DNS-rebinding
 protection), bearer tokens are required when configured, and request bodies are capped. Streamable-HTTP
@@ -26,10 +27,12 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nexus_gateway.config import NexusSettings
+from nexus_gateway.dashboard import BrowserLogin, GatewaySource, dashboard_app
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._bodies import AnswerInvalidBodies
 from nexus_gateway.server.app import build_server, initialization_options
+from nexus_gateway.server.clients import ClientRegistry
 from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstream import UpstreamState
 
@@ -57,8 +60,17 @@ class GuardMiddleware:
     token is marked with its token's identity (`scope["user"]`, never the token itself), so sessions are
     owned by the token that opened them (sessions.py)."""
 
-    def __init__(self, app: ASGIApp, *, security: TransportSecuritySettings, tokens: list[str], max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        security: TransportSecuritySettings,
+        tokens: list[str],
+        max_bytes: int,
+        browser: BrowserLogin | None = None,
+    ) -> None:
         self.app = app
+        self.browser = browser  # the dashboard's cookie or `?token=` sign-in, under /ui only
         self.security = TransportSecurityMiddleware(security)
         self.tokens = [token.encode() for token in tokens]
         self.max_bytes = max_bytes
@@ -74,8 +86,10 @@ class GuardMiddleware:
         headers = dict(scope["headers"])
         if self.tokens:
             owner = self._token_owner(headers.get(b"authorization", b""))
+            if owner is None and self.browser is not None:
+                owner = self.browser.owner(scope, lambda token: self._token_owner(f"Bearer {token}".encode()))
             if owner is None:
-                message = "Send 'Authorization: Bearer <token>' with a configured token."
+                message = "Send 'Authorization: Bearer <token>' with a configured token (a browser: /ui?token=...)."
                 response = JSONResponse(
                     {"error": "unauthorized", "message": message},
                     status_code=401,
@@ -116,6 +130,7 @@ def build_http_app(gateway: Gateway) -> Starlette:
     settings = gateway.settings
     server = build_server(gateway)
     security = security_settings(settings)
+    login = BrowserLogin()
     sse = SseServerTransport("/messages/", security_settings=security, max_request_body_size=settings.max_request_bytes)
     sessions = SessionPool(
         server,
@@ -160,10 +175,15 @@ def build_http_app(gateway: Gateway) -> Starlette:
         Mount("/messages/", app=sse.handle_post_message),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),
+        Mount("/ui", app=dashboard_app(GatewaySource(gateway, ClientRegistry.of(gateway).rows), login)),
     ]
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
     app.add_middleware(
-        GuardMiddleware, security=security, tokens=settings.auth_tokens, max_bytes=settings.max_request_bytes
+        GuardMiddleware,
+        security=security,
+        tokens=settings.auth_tokens,
+        max_bytes=settings.max_request_bytes,
+        browser=login,
     )
     return app
 
@@ -196,7 +216,7 @@ async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
         sock.close()
         raise NexusError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_host, bound_port = sock.getsockname()[:2]
-    logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz)", bound_host, bound_port)
+    logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz, /ui)", bound_host, bound_port)
     server = uvicorn.Server(config)
     stopped = anyio.Event()
 
