@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli", "bench", "evals", "preflight", "__main__"),
     ("server",),
     ("meta",),
-    ("gateway", "indexing"),
+    ("gateway", "indexing", "reload"),
     ("generation",),
     ("routing",),
     ("engine", "upstream"),

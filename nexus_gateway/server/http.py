@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 import socket
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -29,7 +30,9 @@ from nexus_gateway.config import NexusSettings
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._bodies import AnswerInvalidBodies
+from nexus_gateway.server._clients import TOKEN_PROFILE_KEY, ProfilePaths
 from nexus_gateway.server.app import build_server, initialization_options
+from nexus_gateway.server.control import control_routes
 from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstream import UpstreamState
 
@@ -57,10 +60,20 @@ class GuardMiddleware:
     token is marked with its token's identity (`scope["user"]`, never the token itself), so sessions are
     owned by the token that opened them (sessions.py)."""
 
-    def __init__(self, app: ASGIApp, *, security: TransportSecuritySettings, tokens: list[str], max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        security: TransportSecuritySettings,
+        tokens: list[str],
+        max_bytes: int,
+        profile_tokens: Callable[[], Mapping[str, str]] = dict,
+    ) -> None:
         self.app = app
         self.security = TransportSecurityMiddleware(security)
         self.tokens = [token.encode() for token in tokens]
+        self.profile_tokens = profile_tokens
+        """Tokens bound to a profile (read on every request: a reloaded config's tokens count at once)."""
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -72,8 +85,9 @@ class GuardMiddleware:
             await rejected(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        if self.tokens:
-            owner = self._token_owner(headers.get(b"authorization", b""))
+        bound = self.profile_tokens()
+        if self.tokens or bound:
+            owner = self._token_owner(headers.get(b"authorization", b""), bound)
             if owner is None:
                 message = "Send 'Authorization: Bearer <token>' with a configured token."
                 response = JSONResponse(
@@ -83,6 +97,8 @@ class GuardMiddleware:
                 )
                 await response(scope, receive, send)
                 return
+            if owner.startswith("profile:"):
+                scope[TOKEN_PROFILE_KEY] = owner.removeprefix("profile:")
             scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
@@ -93,13 +109,17 @@ class GuardMiddleware:
             return
         await self.app(scope, receive, send)
 
-    def _token_owner(self, header: bytes) -> str | None:
-        """`token-<n>` for the n-th configured token the header carries, else None (constant-time compares)."""
+    def _token_owner(self, header: bytes, bound: Mapping[str, str]) -> str | None:
+        """`token-<n>` for the n-th configured token the header carries, `profile:<name>` for a profile's
+        token, else None (constant-time compares)."""
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer" or not token:
             return None
         matches = [hmac.compare_digest(token.strip(), expected) for expected in self.tokens]
-        return f"token-{matches.index(True)}" if any(matches) else None
+        if any(matches):
+            return f"token-{matches.index(True)}"
+        profiles = [name for expected, name in bound.items() if hmac.compare_digest(token.strip(), expected.encode())]
+        return f"profile:{profiles[0]}" if profiles else None
 
 
 class _AlreadySent(Response):
@@ -112,9 +132,10 @@ class _AlreadySent(Response):
         return None
 
 
-def build_http_app(gateway: Gateway) -> Starlette:
+def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette:
+    """The HTTP front; a request naming no profile (by token or `/p/NAME/`) is served under `profile`."""
     settings = gateway.settings
-    server = build_server(gateway)
+    server = build_server(gateway, profile=profile)
     security = security_settings(settings)
     sse = SseServerTransport("/messages/", security_settings=security, max_request_body_size=settings.max_request_bytes)
     sessions = SessionPool(
@@ -161,9 +182,15 @@ def build_http_app(gateway: Gateway) -> Starlette:
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),
     ]
+    routes += control_routes(gateway)
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
+    app.add_middleware(ProfilePaths, settings=lambda: gateway.settings)  # inside the guard: after the token
     app.add_middleware(
-        GuardMiddleware, security=security, tokens=settings.auth_tokens, max_bytes=settings.max_request_bytes
+        GuardMiddleware,
+        security=security,
+        tokens=settings.auth_tokens,
+        max_bytes=settings.max_request_bytes,
+        profile_tokens=lambda: gateway.settings.profile_tokens(),
     )
     return app
 
@@ -182,9 +209,9 @@ def _session_metrics(sessions: SessionPool) -> str:
     ]) + "\n"  # fmt: skip
 
 
-async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
+async def serve_http(gateway: Gateway, *, host: str, port: int, profile: str | None = None) -> None:
     """Serve until cancelled or signalled; logs the bound URL (useful with port 0)."""
-    app = build_http_app(gateway)
+    app = build_http_app(gateway, profile=profile)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
