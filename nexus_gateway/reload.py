@@ -32,6 +32,8 @@ _OVERRIDDEN = ("host", "port", "mode", "workspace_folder")
 """Settings the command line may override: a reload does not report them as changed."""
 WATCH_DEBOUNCE_MS = 100
 """How long the watcher lets a burst of writes (an editor's save) settle before it reads the file."""
+RECHECK_SECONDS = 2.0
+"""With no file event for this long, the watcher compares the file's content anyway (one read)."""
 
 
 @dataclass(frozen=True)
@@ -117,10 +119,30 @@ class ConfigWatcher:
     async def run(self) -> None:
         from watchfiles import awatch
 
+        stop = anyio.Event()
+
+        async def stop_when_cancelled() -> None:
+            """The watch blocks a thread; told to stop, it returns within one step (20 ms) when cancelled."""
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stop.set()
+
         logger.info("watching %s for changes", self.path)
-        async for changes in awatch(self.path.parent, recursive=False, debounce=WATCH_DEBOUNCE_MS, step=20):
-            if any(Path(changed).name == self.path.name for _, changed in changes):
-                await self.reload()
+        watching = awatch(
+            self.path.parent,
+            recursive=False,
+            debounce=WATCH_DEBOUNCE_MS,
+            step=20,
+            stop_event=stop,
+            rust_timeout=int(RECHECK_SECONDS * 1000),
+            yield_on_timeout=True,  # an empty batch every RECHECK_SECONDS: a change made before the watch began
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_when_cancelled)
+            async for changes in watching:
+                if not changes or any(Path(changed).name == self.path.name for _, changed in changes):
+                    await self.reload()
 
     async def reload(self) -> ServerChanges | None:
         """Apply the file if its content changed since it was last applied; None when unchanged or rejected."""
