@@ -4,7 +4,8 @@
     HTTP bearer token          -> GuardMiddleware marks scope[PROFILE_KEY]   (token -> profile)
     HTTP path /p/NAME/...      -> ProfilePaths marks it, sets root_path      (/p/NAME/mcp, /p/NAME/sse)
 
-A token bound to one profile never reaches another's path (403). `/p/NAME/...` is routed as `/...`
+A token bound to one profile never reaches another's path, nor the gateway-wide ones (`/healthz`,
+`/metrics`, `/control`, `/ui`): 403. `/p/NAME/...` is routed as `/...`
 (the ASGI `root_path` convention), so SSE tells its client to post to `/p/NAME/messages/`, which is
 marked again on every post.
 """
@@ -26,6 +27,8 @@ PROFILE_KEY = "nexus.profile"
 TOKEN_PROFILE_KEY = "nexus.token_profile"
 """The profile the request's bearer token is bound to, when it is a profile's token."""
 _PATH = re.compile(r"^/p/([A-Za-z0-9_.-]{1,64})(?=/|$)")
+GATEWAY_WIDE = ("/healthz", "/metrics", "/control", "/ui")
+"""Paths that show or change the whole gateway: a profile's token is refused there."""
 
 
 def request_profile(ctx: ServerRequestContext[Any], default: str | None) -> str | None:
@@ -51,6 +54,11 @@ class ProfilePaths:
             return
         bound = scope.get(TOKEN_PROFILE_KEY)
         found = _PATH.match(scope["path"])
+        rest = scope["path"][found.end() :] if found else scope["path"]
+        if bound is not None and any(rest == path or rest.startswith(f"{path}/") for path in GATEWAY_WIDE):
+            message = f"This token is for profile {bound!r}; {rest} needs a token from nexus.auth_tokens."
+            await JSONResponse({"error": "forbidden", "message": message}, status_code=403)(scope, receive, send)
+            return
         if found is None:
             if bound is not None:
                 scope[PROFILE_KEY] = bound

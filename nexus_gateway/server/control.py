@@ -4,8 +4,8 @@
     POST /control/servers/{name}/enable    start it again (remembered across restarts)
     POST /control/servers/{name}/disable   stop it (remembered across restarts)
 
-Behind the same guard as `/mcp` (Host/Origin, bearer token). A token bound to a profile is refused (403):
-a client limited to part of the gateway does not switch the gateway's servers.
+Behind the same guard as `/mcp` (Host/Origin, bearer token). A token bound to a profile is refused (403,
+server/_clients.py): a client limited to part of the gateway does not switch the gateway's servers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from starlette.routing import Route
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.reload import switch
-from nexus_gateway.server._clients import TOKEN_PROFILE_KEY
 
 
 def server_rows(gateway: Gateway) -> list[dict[str, Any]]:
@@ -41,18 +40,10 @@ def server_rows(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 def control_routes(gateway: Gateway) -> list[Route]:
-    def refused(request: Request) -> Response | None:
-        if request.scope.get(TOKEN_PROFILE_KEY) is not None:
-            message = "A profile's token cannot control the gateway; use a token from nexus.auth_tokens."
-            return JSONResponse({"error": "forbidden", "message": message}, status_code=403)
-        return None
-
     async def servers(request: Request) -> Response:
-        return refused(request) or JSONResponse({"servers": server_rows(gateway)})
+        return JSONResponse({"servers": server_rows(gateway)})
 
     async def set_enabled(request: Request) -> Response:
-        if (refusal := refused(request)) is not None:
-            return refusal
         name, action = request.path_params["name"], request.path_params["action"]
         if action not in ("enable", "disable"):
             return JSONResponse({"error": "not_found", "message": f"No action {action!r}."}, status_code=404)

@@ -106,8 +106,11 @@ def test_a_profile_token_is_refused_on_another_profile_path_and_an_unknown_profi
     assert anonymous.status_code == 401
 
 
-def test_a_profile_token_cannot_switch_servers(gateway_url: str):
-    refused = httpx.post(f"{gateway_url}/control/servers/beta/disable", headers={"Authorization": f"Bearer {OPS}"})
+def test_a_profile_token_cannot_switch_servers_nor_see_the_whole_gateway(gateway_url: str):
+    ops = {"Authorization": f"Bearer {OPS}"}
+    refused = httpx.post(f"{gateway_url}/control/servers/beta/disable", headers=ops)
+    health = httpx.get(f"{gateway_url}/healthz", headers=ops)
+    metrics = httpx.get(f"{gateway_url}/p/ops/metrics", headers=ops)
     listed = httpx.get(f"{gateway_url}/control/servers", headers={"Authorization": f"Bearer {ADMIN}"})
-    assert refused.status_code == 403
+    assert refused.status_code == health.status_code == metrics.status_code == 403
     assert {row["name"]: row["enabled"] for row in listed.json()["servers"]} == {"alpha": True, "beta": True}
