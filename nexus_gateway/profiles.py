@@ -21,14 +21,6 @@ from nexus_gateway.config import NexusSettings, ProfileSpec
 from nexus_gateway.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class ClientIdentity:
-    """Who a connection is: the profile it asked for (None: the whole gateway) and how it came in."""
-
-    profile: str | None = None
-    transport: str = "stdio"
-
-
 def _matches(name: str, globs: tuple[str, ...]) -> bool:
     return any(fnmatchcase(name, glob) for glob in globs)
 

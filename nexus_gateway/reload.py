@@ -117,6 +117,17 @@ class ConfigWatcher:
             return None
 
     async def run(self) -> None:
+        """Watch until cancelled; where the folder cannot be watched (no inotify watches left, say), look
+        at the file every RECHECK_SECONDS instead."""
+        try:
+            await self._watch()
+        except OSError as exc:
+            logger.warning("cannot watch %s (%s); checking it every %gs instead", self.path, exc, RECHECK_SECONDS)
+        while True:
+            await anyio.sleep(RECHECK_SECONDS)
+            await self.reload()
+
+    async def _watch(self) -> None:
         from watchfiles import awatch
 
         stop = anyio.Event()
@@ -157,6 +168,10 @@ class ConfigWatcher:
             self._applied = digest  # the same broken content is not reported again
             return None
         self._applied = digest
-        changes = await reconcile(self.gateway, config)
+        try:
+            changes = await reconcile(self.gateway, config)
+        except Exception:  # boundary: a failed reload must not take the running gateway down
+            logger.exception("config reload failed part way; the servers that did change keep running")
+            return None
         logger.info("config reloaded: %s", changes.summary())
         return changes

@@ -15,7 +15,6 @@ from nexus_gateway.config import load_config
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.meta.tools import MetaTools
-from nexus_gateway.profiles import Profile
 from nexus_gateway.server.app import build_server
 from tests.conftest import cli, faulty, gateway_params, library, text_of
 
@@ -93,6 +92,8 @@ async def test_a_routed_profile_finds_describes_and_calls_only_its_own_tools(tmp
 
 @pytest.mark.anyio
 async def test_run_routes_only_among_the_tools_of_the_profile(tmp_path: Path):
+    from nexus_gateway.profiles import Profile
+
     cfg = load_config(write(tmp_path))
     async with Gateway(cfg) as gateway:
         await gateway.wait_ready()
