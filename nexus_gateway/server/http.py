@@ -144,7 +144,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         max_request_body_size=settings.max_request_bytes,
         max_sessions=settings.max_sessions,
         idle_timeout=settings.session_idle_timeout,
-        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens else None,
+        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens or settings.profiles else None,
     )
 
     async def handle_sse(request: Request) -> Response:
