@@ -140,6 +140,11 @@ class Catalog:
         self._awaiting: dict[str, dict[str, Quarantine]] = {}
         self._withheld: dict[str, dict[str, ToolRecord]] = {}
 
+    def set_prefixes(self, prefixes: Mapping[str, str | None]) -> None:
+        """The configured servers and their prefixes after a config reload (same meaning as in `__init__`)."""
+        self._prefixes = dict(prefixes)
+        self._rank = {server: index for index, server in enumerate(self._prefixes)}
+
     def exposed_name(self, server: str, tool: str) -> str:
         return tool_name(server, tool, self._prefixes.get(server))
 

@@ -25,9 +25,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from nexus_gateway._dotenv import parse_env_file
 from nexus_gateway.errors import ConfigError
@@ -38,6 +38,7 @@ ServeMode = Literal["passthrough", "routed", "auto"]
 ToolForm = Literal["signature", "splice", "prefill"]
 """How `run` shows the chosen tool to the local model: its signature, its compiled block, or its schema text."""
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ProfileName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 
 
 class _Entry(BaseModel):
@@ -107,6 +108,29 @@ def _as_text(item: Any) -> Any:
     return str(item) if isinstance(item, int | float) else item
 
 
+class ProfileSpec(BaseModel):
+    """One entry of `nexus.profiles`: the part of the gateway one client sees (profiles.py applies it).
+    Unknown keys are an error here, unlike elsewhere: a misspelt filter would show a client every tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: list[str] = Field(default_factory=lambda: ["*"])
+    """Globs of the server names whose tools, resources and prompts this profile sees."""
+    include_tools: list[str] = Field(default_factory=lambda: ["*"])
+    """Globs of tool names (the exposed `server__tool` or the upstream's own name) this profile sees."""
+    exclude_tools: list[str] = Field(default_factory=list)
+    """Globs of tool names this profile never sees, whatever `include_tools` says."""
+    mode: Literal["passthrough", "routed"] | None = None
+    """Every tool directly, or the meta-tools; the gateway's mode when unset."""
+    pinned_tools: list[str] = Field(default_factory=list)
+    """Tools exposed beside the meta-tools in routed mode; `nexus.pinned` (those in the profile) when empty."""
+    auto_execute: bool | None = None
+    """Whether `run` calls the tool it chose without asking: always (true), never (false), or the gateway's
+    rule (read-only tools and `nexus.auto_execute`) when unset."""
+    tokens: list[str] = Field(default_factory=list)
+    """Bearer tokens that choose this profile on HTTP (accepted besides `auth_tokens`)."""
+
+
 class NexusSettings(BaseModel):
     """Gateway settings: the `nexus` key of the config file, then `NEXUS_*` environment variables."""
 
@@ -173,6 +197,27 @@ class NexusSettings(BaseModel):
     when unset. Relative to the config file's folder."""
     inherit_env: list[str] = Field(default_factory=list)
     """More of the gateway's environment for stdio upstreams: names, `PREFIX*` patterns, or `*` for all."""
+    # -- profiles (profiles.py) and hot reload (reload.py) --
+    profiles: dict[ProfileName, ProfileSpec] = Field(default_factory=dict)
+    """Named views of the gateway, chosen per client: `serve --profile`, a bearer token, or `/p/NAME/mcp`."""
+    watch: bool = True
+    """Reload the config file when it changes (servers added, removed and changed; profiles)."""
+
+    @field_validator("profiles")
+    @classmethod
+    def _one_profile_a_token(cls, profiles: dict[str, ProfileSpec]) -> dict[str, ProfileSpec]:
+        owners: dict[str, str] = {}
+        for name, profile in profiles.items():
+            for token in profile.tokens:
+                if not token:
+                    raise ValueError(f"profile {name!r} has an empty token")
+                if owners.setdefault(token, name) != name:
+                    raise ValueError(f"profiles {owners[token]!r} and {name!r} share a token; give each its own")
+        return profiles
+
+    def profile_tokens(self) -> dict[str, str]:
+        """Each profile's bearer tokens, mapped to the profile's name."""
+        return {token: name for name, profile in self.profiles.items() for token in profile.tokens}
 
 
 @dataclass(frozen=True)

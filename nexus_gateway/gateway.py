@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -25,7 +25,7 @@ import mcp_types as types
 
 from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import Catalog, ToolRecord
-from nexus_gateway.config import GatewayConfig, NexusSettings, default_state_dir
+from nexus_gateway.config import GatewayConfig, NexusSettings, ServerSpec, default_state_dir
 from nexus_gateway.errors import (
     ArgumentsInvalid,
     NexusError,
@@ -41,6 +41,7 @@ from nexus_gateway.pins import PinStore
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever
+from nexus_gateway.switches import ServerSwitches
 from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
 from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
@@ -80,7 +81,9 @@ class GatewayCore(Protocol):
     @property
     def mode(self) -> Literal["passthrough", "routed"]: ...
     def servers(self) -> list[str]: ...
-    async def search(self, query: str, k: int | None = None) -> list[SearchResult]: ...
+    async def search(
+        self, query: str, k: int | None = None, *, allows: Callable[[ToolRecord], bool] | None = None
+    ) -> list[SearchResult]: ...
     def resolve(self, name: str) -> ToolRecord: ...
     async def call_upstream(
         self,
@@ -116,11 +119,13 @@ class Gateway:
         )
         prefixes = {name: spec.prefix for name, spec in config.enabled_servers.items()}
         self.catalog = Catalog(pins, prefixes=prefixes)
+        self.switches = ServerSwitches(state / "servers.json")
+        """Servers turned off at run time (`nexus-gateway servers disable`), remembered across restarts."""
         self._lazy: LazyRetriever | None = None
         if retriever is None:  # numpy and the embedder load on first use (routed mode: from the start, below)
             retriever = self._lazy = LazyRetriever(self.settings.embedder, state, method=self.settings.fusion)
         self.retriever: Retriever = retriever
-        self.pool = UpstreamPool(config, self._on_listing, transports)
+        self.pool = UpstreamPool(replace(config, servers=self.wanted_servers(config)), self._on_listing, transports)
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
         self._template_prefixes: list[tuple[str, str]] = []
@@ -135,6 +140,8 @@ class Gateway:
         self.activity = Activity()
         self._tasks: anyio.abc.TaskGroup | None = None
         self._closers: list[Background] = []
+        self.reconfiguring = anyio.Lock()
+        """Held while the running upstreams are brought in line with the config (reload.py)."""
 
     async def __aenter__(self) -> Gateway:
         await self.pool.__aenter__()
@@ -231,12 +238,16 @@ class Gateway:
         if now[1] != before[1]:
             changed.add("prompts")
         if changed:
-            for listener in list(self._listeners):
-                try:
-                    await listener(frozenset(changed))
-                except Exception:  # boundary: one broken client session must not stop ingest
-                    logger.exception("list-changed listener failed")
+            await self.announce(frozenset(changed))
         self._last_mode = mode
+
+    async def announce(self, changed: Changed) -> None:
+        """Tell every listener (the fronts, hence their clients) that these lists changed."""
+        for listener in list(self._listeners):
+            try:
+                await listener(changed)
+            except Exception:  # boundary: one broken client session must not stop the others being told
+                logger.exception("list-changed listener failed")
 
     async def _watch_pins(self) -> None:
         """Re-judge every upstream's tools when another process (`nexus-gateway tools approve`) changed the
@@ -251,6 +262,30 @@ class Gateway:
                 except Exception:  # boundary: a failed re-judging must not stop the gateway
                     logger.exception("re-reading the pin store for %s failed", upstream.name)
 
+    # -- upstreams at run time (reload.py decides which) -----------------------------------------
+
+    def wanted_servers(self, config: GatewayConfig) -> dict[str, ServerSpec]:
+        """The servers of `config` that should run: enabled there and not switched off at run time."""
+        return {name: spec for name, spec in config.enabled_servers.items() if name not in self.switches.disabled}
+
+    def add_upstream(self, name: str, spec: ServerSpec) -> None:
+        """Start one more upstream (its tools arrive through the usual listing, and hosts are told)."""
+        self.catalog.set_prefixes({**self.catalog_prefixes(), name: spec.prefix})
+        self.pool.add(name, spec)
+
+    async def remove_upstream(self, name: str) -> None:
+        """Stop one upstream and take its tools, resources and prompts out (hosts are told)."""
+        upstream = await self.pool.remove(name)
+        if upstream is None:
+            return
+        upstream.tools, upstream.resources, upstream.resource_templates, upstream.prompts = [], [], [], []
+        await self._on_listing(upstream)
+        self._listed.pop(name, None)
+
+    def catalog_prefixes(self) -> dict[str, str | None]:
+        """Each configured server's `prefix`, in config order."""
+        return {name: spec.prefix for name, spec in self.config.enabled_servers.items()}
+
     # -- tools ---------------------------------------------------------------------------------
 
     @property
@@ -263,12 +298,18 @@ class Gateway:
         """The configured upstreams' names, sorted."""
         return sorted(self.pool.upstreams)
 
-    async def search(self, query: str, k: int | None = None) -> list[SearchResult]:
-        """The best tools for `query`; the first is marked automatic when its margin clears the gate."""
+    async def search(
+        self, query: str, k: int | None = None, *, allows: Callable[[ToolRecord], bool] | None = None
+    ) -> list[SearchResult]:
+        """The best tools for `query` (among those `allows` lets through, when given: a profile's); the first
+        is marked automatic when its margin over the second clears the gate."""
         want = k or self.settings.search_k
         await self._load_retriever()  # the wait for the index below is for embedding, not for loading a model
         await self.indexer.settle(SEARCH_WAITS_FOR_INDEX)
-        hits = await anyio.to_thread.run_sync(self.retriever.search, query, max(want, 2))
+        pool = max(want, 2) if allows is None else max(len(self.catalog), 2)
+        hits = await anyio.to_thread.run_sync(self.retriever.search, query, pool)
+        if allows is not None:
+            hits = [hit for hit in hits if (record := self.catalog.get(hit.name)) is not None and allows(record)]
         automatic = gate.decide([hit.score for hit in hits], self.retriever.tau)
         results = []
         for rank, hit in enumerate(hits[:want]):
@@ -367,18 +408,21 @@ class Gateway:
         self._prompts = prompts
         self._template_prefixes = sorted(prefixes, key=lambda item: -len(item[0]))
 
-    def list_resources(self) -> list[dict[str, Any]]:
+    def list_resources(self, sees: Callable[[str], bool] = lambda server: True) -> list[dict[str, Any]]:
+        """Every upstream's resources (of the servers `sees` lets through: a profile's), named for the host."""
         return [
             resource | {"name": item_name(upstream.name, resource.get("name", resource["uri"]), self._prefix(upstream))}
             for upstream in self.pool.upstreams.values()
+            if sees(upstream.name)
             for resource in upstream.resources
         ]
 
-    def list_resource_templates(self) -> list[dict[str, Any]]:
+    def list_resource_templates(self, sees: Callable[[str], bool] = lambda server: True) -> list[dict[str, Any]]:
         return [
             template
             | {"name": item_name(upstream.name, template.get("name", template["uriTemplate"]), self._prefix(upstream))}
             for upstream in self.pool.upstreams.values()
+            if sees(upstream.name)
             for template in upstream.resource_templates
         ]
 
@@ -405,8 +449,8 @@ class Gateway:
         upstream = await self._after_start(lambda: self._resource_upstream(uri))
         return await upstream.read_resource(uri, link=link)
 
-    def list_prompts(self) -> list[dict[str, Any]]:
-        return [prompt | {"name": name} for name, (_, prompt) in self._prompts.items()]
+    def list_prompts(self, sees: Callable[[str], bool] = lambda server: True) -> list[dict[str, Any]]:
+        return [prompt | {"name": name} for name, (upstream, prompt) in self._prompts.items() if sees(upstream.name)]
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None, *, link: HostLink | None = None

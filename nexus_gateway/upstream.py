@@ -457,17 +457,56 @@ class UpstreamPool:
             name: Upstream(name, spec, config.nexus, on_listing, self.switchboard, transport=opened.get(name))
             for name, spec in config.enabled_servers.items()
         }
-        self._max_starts = config.nexus.max_concurrent_starts
+        self._settings = config.nexus
+        self._on_listing = on_listing
+        self._transports = opened
+        self._slots = anyio.Semaphore(config.nexus.max_concurrent_starts)
+        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
         self._stack = AsyncExitStack()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        slots = anyio.Semaphore(self._max_starts)
         for upstream in self.upstreams.values():
-            upstream.start_slots = slots
-            self._tg.start_soon(upstream.supervise, name=f"upstream:{upstream.name}")
+            self._start(upstream)
         return self
+
+    def _start(self, upstream: Upstream) -> None:
+        assert self._tg is not None
+        upstream.start_slots = self._slots
+        scope, done = anyio.CancelScope(), anyio.Event()
+        self._running[upstream.name] = (scope, done)
+
+        async def supervise() -> None:
+            try:
+                with scope:
+                    await upstream.supervise()
+            finally:
+                done.set()
+
+        self._tg.start_soon(supervise, name=f"upstream:{upstream.name}")
+
+    def add(self, name: str, spec: ServerSpec) -> Upstream:
+        """Start supervising one more upstream (a config reload added it, or it was enabled)."""
+        if name in self.upstreams:
+            raise ValueError(f"upstream {name!r} is already running")
+        transport = self._transports.get(name)
+        upstream = Upstream(name, spec, self._settings, self._on_listing, self.switchboard, transport=transport)
+        self.upstreams[name] = upstream
+        self._start(upstream)
+        return upstream
+
+    async def remove(self, name: str) -> Upstream | None:
+        """Stop one upstream (its process ends with its session) and forget it; None if it was not running."""
+        upstream = self.upstreams.pop(name, None)
+        running = self._running.pop(name, None)
+        if upstream is None or running is None:
+            return upstream
+        upstream.state = UpstreamState.STOPPED
+        scope, done = running
+        scope.cancel()
+        await done.wait()
+        return upstream
 
     async def wait_started(self) -> None:
         """Wait until every upstream has connected or failed its first attempt (each bounded by start_timeout)."""

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("server",),
     ("dashboard",),
     ("meta",),
-    ("gateway", "indexing"),
+    ("gateway", "indexing", "reload"),
     ("generation",),
     ("routing",),
     ("engine", "upstream"),

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
-from nexus_gateway.cli import bench, evals, import_claude, pins
+from nexus_gateway.cli import bench, evals, import_claude, pins, servers
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
 from nexus_gateway.config import StdioServer
@@ -39,6 +39,7 @@ tools_app = App(help="The catalog; review and approve quarantined tools.")
 app.add_typer(tools_app, name="tools")
 tools_app.command("diff")(pins.diff)
 tools_app.command("approve")(pins.approve)
+app.add_typer(servers.app, name="servers")
 
 out = Console()
 
@@ -66,10 +67,18 @@ def serve(
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default: nexus.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="HTTP port; 0 picks a free one (default: nexus.port).")] = None,
     mode: Annotated[str | None, typer.Option(help="passthrough | routed | auto (default: nexus.mode).")] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Serve only this profile's tools (nexus.profiles); default: all.")
+    ] = None,
+    watch: Annotated[
+        bool | None, typer.Option("--watch/--no-watch", help="Reload the config file when it changes (nexus.watch).")
+    ] = None,
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "info",
 ) -> None:
     """Run the gateway: over stdio for a host that launches it, or over HTTP (streamable HTTP and SSE)."""
     from nexus_gateway.gateway import Gateway
+    from nexus_gateway.profiles import Profile
+    from nexus_gateway.reload import ConfigWatcher
 
     if transport not in ("stdio", "sse", "http"):
         raise typer.BadParameter("must be stdio, sse or http", param_hint="--transport")
@@ -81,17 +90,23 @@ def serve(
         cfg.nexus.host = host
     if port is not None:
         cfg.nexus.port = port
+    try:
+        Profile.of(cfg.nexus, profile)
+    except ConfigError as exc:
+        raise ConfigError(f"{cfg.path}: --profile: {exc}") from None
 
     async def main() -> None:
         async with Gateway(cfg) as gateway:
+            if (cfg.nexus.watch if watch is None else watch) and cfg.path is not None:
+                gateway.start_soon(ConfigWatcher(gateway, cfg.path, load).run, name="config-watcher")
             if transport == "stdio":
                 from nexus_gateway.server.stdio import serve_stdio
 
-                await serve_stdio(gateway)
+                await serve_stdio(gateway, profile=profile)
             else:
                 from nexus_gateway.server.http import serve_http
 
-                await serve_http(gateway, host=cfg.nexus.host, port=cfg.nexus.port)
+                await serve_http(gateway, host=cfg.nexus.host, port=cfg.nexus.port, profile=profile)
 
     run_async(main)
 

@@ -37,6 +37,7 @@ from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.profiles import EVERYTHING, Profile
 from nexus_gateway.routing import gate
 
 logger = logging.getLogger(__name__)
@@ -130,19 +131,22 @@ class Runner:
         except TypeError:  # not weak-referenceable: keyed by identity
             return ("id", id(client))
 
-    async def run(self, arguments: dict[str, Any], client: object | None = None) -> ToolResult:
+    async def run(
+        self, arguments: dict[str, Any], client: object | None = None, *, profile: Profile = EVERYTHING
+    ) -> ToolResult:
+        """Route, fill and call (or propose) among the tools of the client's `profile`."""
         started = time.perf_counter()
-        result = await self._run(arguments, client)
+        result = await self._run(arguments, client, profile)
         self.gateway.activity.record_run(str(arguments.get("request", "")), result, time.perf_counter() - started)
         return result
 
-    async def _run(self, arguments: dict[str, Any], client: object | None) -> ToolResult:
+    async def _run(self, arguments: dict[str, Any], client: object | None, profile: Profile) -> ToolResult:
         request = str(arguments.get("request", "")).strip()
         if not request:
             raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")
         context = str(arguments.get("context") or "").strip()
         query = f"{context}\n{request}" if context else request
-        results = await self.gateway.search(request)
+        results = await self.gateway.search(request, allows=None if profile.everything else profile.allows)
         if not results:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
@@ -161,8 +165,8 @@ class Runner:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
                 return _result(text, {"status": "invalid_arguments", "trace": trace}, error=True)
-            if not self._may_execute(record):
-                return self._proposal(record, generated, trace)
+            if not self._may_execute(record, profile):
+                return self._proposal(record, generated, trace, asked=profile.auto_execute is False)
             called = await self.gateway.call_upstream(record, generated.arguments)
             upstream = called if isinstance(called, dict) else called.model_dump(by_alias=True, exclude_none=True)
             answer = _text(upstream.get("content") or [])
@@ -202,14 +206,17 @@ class Runner:
             trace["checked"] = [candidate.summary() for candidate in checked]
         return checked[-1] if results[0].automatic or checked[-1].fillable else None
 
-    def _may_execute(self, record: ToolRecord) -> bool:
+    def _may_execute(self, record: ToolRecord, profile: Profile) -> bool:
+        if profile.auto_execute is not None:
+            return profile.auto_execute
         return record.read_only or record.name in self.settings.auto_execute
 
-    def _proposal(self, record: ToolRecord, generated: Generated, trace: dict[str, Any]) -> types.CallToolResult:
+    def _proposal(
+        self, record: ToolRecord, generated: Generated, trace: dict[str, Any], *, asked: bool = False
+    ) -> types.CallToolResult:
         call = {"name": record.name, "arguments": generated.arguments}
-        text = (
-            f"{record.name} is not read-only, so it was not called. To run it, call call_tool with {json.dumps(call)}"
-        )
+        why = "this profile runs no tool without asking" if asked else "it is not read-only"
+        text = f"{record.name} was not called: {why}. To run it, call call_tool with {json.dumps(call)}"
         return _result(text, {"status": "proposed", "call": call, "trace": trace})
 
     def _candidates(self, results: list[SearchResult], trace: dict[str, Any]) -> types.CallToolResult:

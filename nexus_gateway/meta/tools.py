@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import mcp_types as types
 
-from nexus_gateway.errors import NexusError
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.errors import NexusError, ToolQuarantined, UnknownTool
 from nexus_gateway.gateway import GatewayCore, ToolResult
 from nexus_gateway.meta import definitions
+from nexus_gateway.profiles import EVERYTHING, Profile
 from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
 
@@ -58,12 +60,40 @@ class MetaTools:
         """Whether `run` has started the local model."""
         return self._runner is not None and self._runner.engine_loaded
 
-    def list_tools(self) -> list[dict[str, Any]]:
+    def mode(self, profile: Profile = EVERYTHING) -> Literal["passthrough", "routed"]:
+        return profile.mode or self.gateway.mode
+
+    def list_tools(self, profile: Profile = EVERYTHING) -> list[dict[str, Any]]:
         gateway = self.gateway
-        if gateway.mode == "passthrough":
-            return [record.to_wire() for record in gateway.catalog]
-        pinned = [record.to_wire() for name in self.settings.pinned if (record := gateway.catalog.get(name))]
-        return definitions.definitions(len(gateway.catalog), gateway.servers(), run=self.settings.run) + pinned
+        records = [record for record in gateway.catalog if profile.allows(record)]
+        if self.mode(profile) == "passthrough":
+            return [record.to_wire() for record in records]
+        pins = profile.pinned_tools or self.settings.pinned
+        pinned = [record.to_wire() for name in pins if (record := self._allowed(name, profile)) is not None]
+        servers = [server for server in gateway.servers() if profile.sees_server(server)]
+        return definitions.definitions(len(records), servers, run=self.settings.run) + pinned
+
+    def _allowed(self, name: str, profile: Profile) -> ToolRecord | None:
+        record = self.gateway.catalog.get(name)
+        return record if record is not None and profile.allows(record) else None
+
+    def resolve(self, name: str, profile: Profile = EVERYTHING) -> ToolRecord:
+        """`GatewayCore.resolve`, for a client of `profile`: a tool outside it is unknown, and the names
+        suggested instead are the profile's own."""
+        if profile.everything:
+            return self.gateway.resolve(name)
+        try:
+            record = self.gateway.resolve(name)
+        except (UnknownTool, ToolQuarantined) as exc:
+            servers = self.gateway.catalog.servers_for(name)
+            if isinstance(exc, ToolQuarantined) and any(map(profile.sees_server, servers)):
+                raise
+            record = None
+        if record is None or not profile.allows(record):
+            close = [match for match in self.gateway.catalog.close_matches(name) if self._allowed(match, profile)]
+            hint = None if self.mode(profile) == "routed" else "tools/list gives the name of every tool served here."
+            raise UnknownTool(name, close, hint=hint)
+        return record
 
     async def call_tool(
         self,
@@ -73,20 +103,22 @@ class MetaTools:
         client: object = None,
         link: HostLink | None = None,
         meta: dict[str, Any] | None = None,
+        profile: Profile = EVERYTHING,
     ) -> ToolResult:
         """Serve a tools/call: a meta-tool or a namespaced upstream tool. `client` (any object that lives as
         long as the client's connection) keys `run`'s engine session; `link` is the host side of the call
-        (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward."""
+        (progress, logs and requests for input from the upstream go there) and `meta` the `_meta` to forward.
+        `profile` is the client's: nothing outside it is listed, found, described, called or run."""
         arguments = arguments or {}
         try:
             gateway = self.gateway
-            upstream_tool = gateway.mode == "passthrough" and name in gateway.catalog  # `prefix: ""` and a tool `run`
-            if name in definitions.NAMES and not upstream_tool:
+            upstream_tool = self.mode(profile) == "passthrough" and self._allowed(name, profile) is not None
+            if name in definitions.NAMES and not upstream_tool:  # `prefix: ""` and an upstream tool `run`
                 validate_arguments(name, definitions.input_schema(name), arguments, key=f"meta-tool:{name}")
                 if name == definitions.RUN:
-                    return await (await self._run_tool()).run(arguments, client)
-                return await self._call_meta(name, arguments, link, meta)
-            return await self.gateway.call_upstream(self.gateway.resolve(name), arguments, link=link, meta=meta)
+                    return await (await self._run_tool()).run(arguments, client, profile=profile)
+                return await self._call_meta(name, arguments, link, meta, profile)
+            return await gateway.call_upstream(self.resolve(name, profile), arguments, link=link, meta=meta)
         except NexusError as exc:
             return error_result(str(exc))
 
@@ -102,7 +134,12 @@ class MetaTools:
             return self._runner
 
     async def _call_meta(
-        self, name: str, arguments: dict[str, Any], link: HostLink | None, meta: dict[str, Any] | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        link: HostLink | None,
+        meta: dict[str, Any] | None,
+        profile: Profile,
     ) -> ToolResult:
         gateway = self.gateway
         if name == definitions.CALL_TOOL:
@@ -110,13 +147,13 @@ class MetaTools:
             inner = arguments.get("arguments") or {}
             if not isinstance(inner, dict):
                 return error_result("call_tool's 'arguments' must be an object of the tool's parameters.")
-            return await gateway.call_upstream(gateway.resolve(target), inner, link=link, meta=meta)
+            return await gateway.call_upstream(self.resolve(target, profile), inner, link=link, meta=meta)
         if name == definitions.SEARCH_TOOLS:
             query = str(arguments.get("query", "")).strip()
             if not query:
                 return error_result("search_tools needs a non-empty 'query': say what you want to do.")
             k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
-            results = await gateway.search(query, k)
+            results = await gateway.search(query, k, allows=None if profile.everything else profile.allows)
             gateway.metrics.searches += 1
             lines = [result.signature for result in results]
             structured: dict[str, Any] = {"tools": [result.__dict__ for result in results]}
@@ -131,7 +168,7 @@ class MetaTools:
                 content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
             )
         if name == definitions.DESCRIBE_TOOL:
-            record = gateway.resolve(str(arguments.get("name", "")))
+            record = self.resolve(str(arguments.get("name", "")), profile)
             described = record.to_wire() | {"server": record.server, "signature": record.signature}
             if record.quarantine is not None:
                 described["quarantine"] = record.quarantine.to_json()

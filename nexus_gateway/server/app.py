@@ -21,6 +21,8 @@ from nexus_gateway._sdk import client_connection as client_of
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
 from nexus_gateway.meta.tools import MetaTools
+from nexus_gateway.profiles import Profile
+from nexus_gateway.server._clients import request_profile
 from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result
 from nexus_gateway.server._results import CACHE_HINTS, complete
@@ -55,45 +57,62 @@ class GatewayServer(Server[Any]):
         )
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
+def build_server(gateway: Gateway, *, profile: str | None = None) -> Server[Any]:
+    """The MCP server of `gateway`; its clients see `profile` (profiles.py) unless their HTTP request
+    names another (a bearer token's, or `/p/NAME/`: server/_clients.py)."""
     clients: weakref.WeakSet[Connection] = weakref.WeakSet()
     tools = MetaTools.of(gateway)
     page_size = gateway.settings.list_page_size
     forwarder = Forwarder(gateway)
     registry = ClientRegistry.of(gateway)
+    Profile.of(gateway.settings, profile)  # an unknown profile is a ConfigError now, not on every request
 
-    def seen(ctx: ServerRequestContext[Any]) -> None:
+    def seen(ctx: ServerRequestContext[Any]) -> Profile:
+        """Remember the client (to tell it of changed lists); the profile its request is served under."""
         clients.add(client_of(ctx))
-        registry.seen(ctx)
+        chosen = profile_of(ctx)
+        registry.seen(ctx, chosen.name)
+        return chosen
+
+    def profile_of(ctx: ServerRequestContext[Any]) -> Profile:
+        try:
+            return Profile.of(gateway.settings, request_profile(ctx, profile))
+        except NexusError as exc:  # its profile went away in a config reload
+            raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from exc
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
-        seen(ctx)
-        return page_result("tools", tools.list_tools(), params, page_size)
+        return page_result("tools", tools.list_tools(seen(ctx)), params, page_size)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
-        seen(ctx)
-        client = client_of(ctx)
+        client, shown = client_of(ctx), seen(ctx)
 
         async def call(link: Any, meta: dict[str, Any] | None) -> Any:
-            return await tools.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
+            return await tools.call_tool(
+                params.name, params.arguments, client=client, link=link, meta=meta, profile=shown
+            )
 
         return complete(await forwarder.forward(ctx, params, call))
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
-        seen(ctx)
-        return page_result("resources", gateway.list_resources(), params, page_size)
+        return page_result("resources", gateway.list_resources(seen(ctx).sees_server), params, page_size)
 
     async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
-        seen(ctx)
-        return page_result("resourceTemplates", gateway.list_resource_templates(), params, page_size)
+        templates = gateway.list_resource_templates(seen(ctx).sees_server)
+        return page_result("resourceTemplates", templates, params, page_size)
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
+        shown = profile_of(ctx)
+
         async def read(link: Any, meta: dict[str, Any] | None) -> Any:
             try:
+                if not shown.everything:
+                    await gateway.wait_ready()
+                    if not shown.sees_server(gateway.resource_upstream(str(params.uri)).name):
+                        raise NexusError(f"No upstream serves the resource {str(params.uri)!r}.")
                 return await gateway.read_resource(str(params.uri), link=link)
             except NexusError as exc:
                 raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
@@ -102,12 +121,22 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> Any:
         await gateway.wait_ready()
-        seen(ctx)
-        return page_result("prompts", gateway.list_prompts(), params, page_size)
+        return page_result("prompts", gateway.list_prompts(seen(ctx).sees_server), params, page_size)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
+        shown = profile_of(ctx)
+
         async def get(link: Any, meta: dict[str, Any] | None) -> Any:
             try:
+                if not shown.everything:
+                    await gateway.wait_ready()
+                    try:
+                        owner: str | None = gateway.prompt_upstream(params.name)[0].name
+                    except NexusError:  # its suggestions may name prompts outside the profile
+                        owner = None
+                    if owner is None or not shown.sees_server(owner):
+                        unknown = f"Unknown prompt {params.name!r}. prompts/list gives every prompt served here."
+                        raise NexusError(unknown)
                 return await gateway.get_prompt(params.name, params.arguments, link=link)
             except NexusError as exc:
                 raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc

@@ -77,7 +77,7 @@ class ClientRegistry:
             registry = cls._instances[gateway] = cls()
         return registry
 
-    def seen(self, ctx: ServerRequestContext[Any]) -> None:
+    def seen(self, ctx: ServerRequestContext[Any], profile: str | None = None) -> None:
         connection = client_connection(ctx)
         now = time.time()
         seen = self._live.get(connection)
@@ -95,7 +95,7 @@ class ClientRegistry:
             protocol_version=version,
             name=name,
             owner=_owner(request),
-            profile=profile_of(connection, request),
+            profile=profile or profile_of(connection, request),
             since=now,
             last_seen=now,
             requests=1,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 import socket
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -31,8 +32,10 @@ from nexus_gateway.dashboard import BrowserLogin, GatewaySource, dashboard_app
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._bodies import AnswerInvalidBodies
+from nexus_gateway.server._clients import TOKEN_PROFILE_KEY, ProfilePaths
 from nexus_gateway.server.app import build_server, initialization_options
 from nexus_gateway.server.clients import ClientRegistry
+from nexus_gateway.server.control import control_routes
 from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstream import UpstreamState
 
@@ -68,11 +71,14 @@ class GuardMiddleware:
         tokens: list[str],
         max_bytes: int,
         browser: BrowserLogin | None = None,
+        profile_tokens: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self.app = app
         self.browser = browser  # the dashboard's cookie or `?token=` sign-in, under /ui only
         self.security = TransportSecurityMiddleware(security)
         self.tokens = [token.encode() for token in tokens]
+        self.profile_tokens = profile_tokens
+        """Tokens bound to a profile (read on every request: a reloaded config's tokens count at once)."""
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -84,10 +90,11 @@ class GuardMiddleware:
             await rejected(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        if self.tokens:
-            owner = self._token_owner(headers.get(b"authorization", b""))
+        bound = self.profile_tokens()
+        if self.tokens or bound:
+            owner = self._token_owner(headers.get(b"authorization", b""), bound)
             if owner is None and self.browser is not None:
-                owner = self.browser.owner(scope, lambda token: self._token_owner(f"Bearer {token}".encode()))
+                owner = self.browser.owner(scope, lambda token: self._token_owner(f"Bearer {token}".encode(), bound))
             if owner is None:
                 message = "Send 'Authorization: Bearer <token>' with a configured token (a browser: /ui?token=...)."
                 response = JSONResponse(
@@ -97,6 +104,8 @@ class GuardMiddleware:
                 )
                 await response(scope, receive, send)
                 return
+            if owner.startswith("profile:"):
+                scope[TOKEN_PROFILE_KEY] = owner.removeprefix("profile:")
             scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
@@ -107,13 +116,17 @@ class GuardMiddleware:
             return
         await self.app(scope, receive, send)
 
-    def _token_owner(self, header: bytes) -> str | None:
-        """`token-<n>` for the n-th configured token the header carries, else None (constant-time compares)."""
+    def _token_owner(self, header: bytes, bound: Mapping[str, str]) -> str | None:
+        """`token-<n>` for the n-th configured token the header carries, `profile:<name>` for a profile's
+        token, else None (constant-time compares)."""
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer" or not token:
             return None
         matches = [hmac.compare_digest(token.strip(), expected) for expected in self.tokens]
-        return f"token-{matches.index(True)}" if any(matches) else None
+        if any(matches):
+            return f"token-{matches.index(True)}"
+        profiles = [name for expected, name in bound.items() if hmac.compare_digest(token.strip(), expected.encode())]
+        return f"profile:{profiles[0]}" if profiles else None
 
 
 class _AlreadySent(Response):
@@ -126,9 +139,10 @@ class _AlreadySent(Response):
         return None
 
 
-def build_http_app(gateway: Gateway) -> Starlette:
+def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette:
+    """The HTTP front; a request naming no profile (by token or `/p/NAME/`) is served under `profile`."""
     settings = gateway.settings
-    server = build_server(gateway)
+    server = build_server(gateway, profile=profile)
     security = security_settings(settings)
     login = BrowserLogin()
     sse = SseServerTransport("/messages/", security_settings=security, max_request_body_size=settings.max_request_bytes)
@@ -138,7 +152,7 @@ def build_http_app(gateway: Gateway) -> Starlette:
         max_request_body_size=settings.max_request_bytes,
         max_sessions=settings.max_sessions,
         idle_timeout=settings.session_idle_timeout,
-        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens else None,
+        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens or settings.profiles else None,
     )
 
     async def handle_sse(request: Request) -> Response:
@@ -177,13 +191,16 @@ def build_http_app(gateway: Gateway) -> Starlette:
         Route("/metrics", endpoint=metrics, methods=["GET"]),
         Mount("/ui", app=dashboard_app(GatewaySource(gateway, ClientRegistry.of(gateway).rows), login)),
     ]
+    routes += control_routes(gateway)
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
+    app.add_middleware(ProfilePaths, settings=lambda: gateway.settings)  # inside the guard: after the token
     app.add_middleware(
         GuardMiddleware,
         security=security,
         tokens=settings.auth_tokens,
         max_bytes=settings.max_request_bytes,
         browser=login,
+        profile_tokens=lambda: gateway.settings.profile_tokens(),
     )
     return app
 
@@ -202,9 +219,9 @@ def _session_metrics(sessions: SessionPool) -> str:
     ]) + "\n"  # fmt: skip
 
 
-async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
+async def serve_http(gateway: Gateway, *, host: str, port: int, profile: str | None = None) -> None:
     """Serve until cancelled or signalled; logs the bound URL (useful with port 0)."""
-    app = build_http_app(gateway)
+    app = build_http_app(gateway, profile=profile)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
