@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from nexus_gateway import __version__
 from nexus_gateway._sdk import client_connection as client_of
+from nexus_gateway.clients import current_client
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
 from nexus_gateway.meta.tools import MetaTools
@@ -71,7 +72,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
         seen(ctx)
-        client = client_of(ctx)
+        client = current_client() or client_of(ctx)  # the socket client outlives a modern era's connection
 
         async def call(link: Any, meta: dict[str, Any] | None) -> Any:
             return await tools.call_tool(params.name, params.arguments, client=client, link=link, meta=meta)
