@@ -120,7 +120,8 @@ class UnixFront:
         try:
             kind, body = preamble.parse(first) if first else ("", {})
         except preamble.PreambleError as exc:
-            await _answer(writer, preamble.REFUSED, {"message": f"expected a preamble line: {exc}"})
+            message = f"send the {preamble.CONNECT!r} preamble line first (nexus-gateway connect does): {exc}"
+            await _answer(writer, preamble.REFUSED, {"message": message})
             return
         if kind in self.controls:
             await _answer(writer, kind, await self.controls[kind](body))
