@@ -20,11 +20,16 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
+from typing import Protocol
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 
 from nexus_gateway import preamble
 from nexus_gateway._stdio_fds import stdio_are_pipes, stdio_pipes
@@ -113,39 +118,110 @@ async def hello(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, prof
     return int(body.get("client", 0))
 
 
-@asynccontextmanager
-async def _stdio() -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    if not stdio_are_pipes():
-        raise DaemonError("connect relays stdin and stdout, which must be pipes (as when a host launches it)")
-    async with stdio_pipes(CHUNK) as streams:
-        yield streams
+class _End(Protocol):
+    """One side of the relay: bytes come out of it and go into it."""
+
+    async def read(self) -> bytes: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def finish(self) -> None:
+        """No more bytes will be written."""
 
 
-async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, half_close: bool) -> None:
-    """Copy until EOF; then half-close `sink` (the socket) or close it (stdout)."""
-    try:
-        while data := await source.read(CHUNK):
-            sink.write(data)
-            await sink.drain()
-    except (ConnectionError, RuntimeError):
-        pass  # the far side is gone: what follows closes the rest
-    if half_close and sink.can_write_eof() and not sink.is_closing():
+class _Streams:
+    """An asyncio stream pair: the daemon's socket (half-closed when done) or stdio pipes (closed)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, half_close: bool) -> None:
+        self.reader, self.writer, self.half_close = reader, writer, half_close
+
+    async def read(self) -> bytes:
+        return await self.reader.read(CHUNK)
+
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    def finish(self) -> None:
+        if self.half_close and self.writer.can_write_eof() and not self.writer.is_closing():
+            with suppress(OSError):
+                self.writer.write_eof()
+        else:
+            self.writer.close()
+
+
+class _Threaded:
+    """stdin and stdout that the event loop cannot watch (a TTY, /dev/null, a file): stdin is read by a
+    daemon thread (a blocked read must not keep the process from exiting), stdout written in worker threads."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](1)
+        self._reading = False
+
+    async def read(self) -> bytes:
+        if not self._reading:
+            self._reading = True
+            token = anyio.lowlevel.current_token()
+            threading.Thread(target=self._read_stdin, args=(token,), daemon=True, name="stdin").start()
+        return await self._receive.receive()
+
+    def _read_stdin(self, token: anyio.lowlevel.EventLoopToken) -> None:
+        while True:
+            try:
+                data = os.read(0, CHUNK)
+            except OSError:
+                data = b""
+            try:
+                anyio.from_thread.run(self._send.send, data, token=token)
+            except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the relay is over
+            if not data:
+                return
+
+    async def write(self, data: bytes) -> None:
+        await anyio.to_thread.run_sync(_write_all, 1, data)
+
+    def finish(self) -> None:
         with suppress(OSError):
-            sink.write_eof()
-    else:
-        sink.close()
+            os.close(1)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@asynccontextmanager
+async def _stdio() -> AsyncIterator[_End]:
+    if not stdio_are_pipes():
+        yield _Threaded()
+        return
+    async with stdio_pipes(CHUNK) as (reader, writer):
+        yield _Streams(reader, writer, half_close=False)
+
+
+async def _pump(source: _End, sink: _End) -> None:
+    """Copy until EOF, then tell `sink` that nothing more comes."""
+    try:
+        while data := await source.read():
+            await sink.write(data)
+    except (ConnectionError, RuntimeError, OSError):
+        pass  # the far side is gone: what follows closes the rest
+    sink.finish()
 
 
 async def connect(files: DaemonFiles, config: Path, *, profile: str | None, wait: float = START_WAIT) -> None:
     """Attach this process's stdio to the daemon (starting it if need be) until either side closes."""
-    async with _stdio() as (stdin, stdout):
+    async with _stdio() as host:
         reader, writer = await attach(files, config, wait=wait)
         try:
             number = await hello(reader, writer, profile)
             logger.info("attached to the daemon at %s as client %d", files.socket, number)
+            daemon = _Streams(reader, writer, half_close=True)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_pump, stdin, writer, True)
-                await _pump(reader, stdout, False)  # the daemon closed: nothing more will come
+                tg.start_soon(_pump, host, daemon)
+                await _pump(daemon, host)  # the daemon closed: nothing more will come
                 tg.cancel_scope.cancel()
         finally:
             writer.close()

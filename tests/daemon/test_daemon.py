@@ -212,3 +212,16 @@ async def test_two_shims_starting_at_once_make_one_daemon_and_stop_ends_it_and_i
         assert not files.socket.exists() and not files.info.exists() and not files.running()
         after = await anyio.to_thread.run_sync(lambda: cli("daemon", "status", "--config", str(config)))
         assert after.returncode == 1 and "no daemon runs" in after.stdout
+
+
+async def test_connect_says_why_when_the_daemon_it_started_cannot_run():
+    """The file parses (so the shim starts a daemon) but `serve` rejects its embedder: the shim exits with the
+    daemon's own error, not a hang."""
+    with daemon_config({"faulty": stdio_entry(FAULTY)}, embedder="no-such-embedder") as (config, files):
+        command = [sys.executable, "-m", "nexus_gateway", "connect", "--config", str(config), "--wait", "60"]
+        with anyio.fail_after(WAIT):
+            done = await anyio.run_process(command, input=b"", check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    assert "error: the daemon exited with status 2 before it listened" in stderr
+    assert "key 'embedder'" in stderr and not files.running()
