@@ -44,7 +44,7 @@ async def status(files: DaemonFiles) -> dict[str, Any] | None:
 
 def _gone(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # exited; its parent has not reaped it yet
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)  # exited, not yet reaped by its parent
     except psutil.NoSuchProcess:
         return True
 
