@@ -197,11 +197,25 @@ async def test_a_connection_without_the_preamble_is_refused_with_a_reason(shared
 
 async def test_two_shims_starting_at_once_make_one_daemon_and_stop_ends_it_and_its_upstreams():
     with daemon_config({"faulty": stdio_entry(FAULTY)}, mode="passthrough") as (config, files):
+        answers: list[str] = []
+        both_answered = anyio.Event()
+
+        async def attach(era: str) -> None:
+            async with host(config, era) as client:  # launched at the same moment: both find no daemon
+                answers.append(text_of(await client.call_tool("faulty__echo", {"text": "race"})))
+                if len(answers) == 2:
+                    both_answered.set()
+                await both_answered.wait()  # both connected at once
+
         with anyio.fail_after(WAIT):
-            async with host(config, "legacy") as first, host(config, "auto") as second:  # both find no daemon
-                answers = [text_of(await c.call_tool("faulty__echo", {"text": "race"})) for c in (first, second)]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(attach, "legacy")
+                tg.start_soon(attach, "auto")
+                await both_answered.wait()
                 report = await _running(files)
+                assert len(report["clients"]) == 2
         assert answers == ["race", "race"]
+        assert files.log.read_text().count(" ready: ") == 1  # a second daemon, if one was started, never served
         # the shims may each have started a daemon: the one without the lock exits
         await eventually(lambda: [process.pid for process in daemons(config)] == [report["pid"]], WAIT)
         (upstream,) = upstreams(report["pid"], FAULTY)
