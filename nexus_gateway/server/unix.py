@@ -97,6 +97,10 @@ class UnixFront:
                         conn, _ = listener.accept()
                     except (BlockingIOError, InterruptedError):
                         continue
+                    except OSError as exc:  # out of file descriptors, say: the next one may succeed
+                        logger.warning("could not accept a socket client: %s", exc)
+                        await anyio.sleep(0.1)
+                        continue
                     tg.start_soon(self._serve_connection, conn)
         finally:
             listener.close()
@@ -104,7 +108,12 @@ class UnixFront:
 
     async def _serve_connection(self, conn: socket.socket) -> None:
         pid = _peer_pid(conn)
-        reader, writer = await asyncio.open_unix_connection(sock=conn, limit=LINE_LIMIT)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn, limit=LINE_LIMIT)
+        except OSError as exc:
+            conn.close()
+            logger.warning("could not serve a socket client (pid %s): %s", pid, exc)
+            return
         try:
             await self._serve(reader, writer, pid)
         except Exception as exc:  # boundary: one client's failure never stops the others being served

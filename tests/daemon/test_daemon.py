@@ -239,3 +239,21 @@ async def test_connect_says_why_when_the_daemon_it_started_cannot_run():
     assert done.returncode == 2, stderr
     assert "error: the daemon exited with status 2 before it listened" in stderr
     assert "key 'embedder'" in stderr and not files.running()
+
+
+async def test_after_the_daemon_is_killed_the_next_host_starts_a_fresh_one():
+    """kill -9 leaves the socket and daemon.json behind; the lock tells the next shim that nothing runs."""
+    with daemon_config({"faulty": stdio_entry(FAULTY)}, mode="passthrough") as (config, files):
+        with anyio.fail_after(WAIT):
+            async with host(config, "legacy") as client:
+                await client.list_tools()
+        killed = (await _running(files))["pid"]
+        (upstream,) = upstreams(killed, FAULTY)
+        os.kill(killed, signal.SIGKILL)
+        await eventually(lambda: not files.running() and not upstream.is_running(), WAIT)
+        assert files.socket.exists() and files.info.exists()  # left behind
+        with anyio.fail_after(WAIT):
+            async with host(config, "auto") as client:
+                assert text_of(await client.call_tool("faulty__echo", {"text": "again"})) == "again"
+                fresh = await _running(files)
+        assert fresh["pid"] != killed and files.read_info() is not None and files.read_info().pid == fresh["pid"]
