@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from nexus_gateway.cli._run import fail, load, run_async, setup_logging
+from nexus_gateway.cli._run import App, fail, load, run_async, setup_logging
 from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import NexusError
@@ -23,7 +23,7 @@ ConfigOption = Annotated[
     Path,
     typer.Option("--config", "-c", help="Gateway config (its state folder holds the daemon).", envvar="NEXUS_CONFIG"),
 ]
-daemon_app = typer.Typer(help="One gateway for every host: run it, see its status, stop it.")
+daemon_app = App(help="One gateway for every host: run it, see its status, stop it.")
 
 
 def _files(config: Path) -> DaemonFiles:
