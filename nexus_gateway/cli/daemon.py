@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from nexus_gateway.cli._run import App, fail, load, run_async, setup_logging
+from nexus_gateway.cli._run import App, fail, load, run_async, setup_logging, user_errors
 from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import NexusError
@@ -35,6 +35,7 @@ def _files(config: Path) -> DaemonFiles:
 
 
 @daemon_app.callback(invoke_without_command=True)
+@user_errors
 def daemon(
     ctx: typer.Context,
     config: Annotated[
