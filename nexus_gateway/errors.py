@@ -9,8 +9,10 @@
     │   ├── UpstreamUnavailable  the upstream is not connected (starting, crashed, restarting)
     │   ├── UpstreamTimeout      the upstream did not answer within the per-call timeout
     │   └── UpstreamProtocolError the upstream answered with a JSON-RPC error
-    └── EngineError              the local model could not be loaded, or llama.cpp failed (full context, ...)
-        └── BlockRejected        a compiled KV block failed validation; it is never spliced, the text is prefilled
+    ├── EngineError              the local model could not be loaded, or llama.cpp failed (full context, ...)
+    │   └── BlockRejected        a compiled KV block failed validation; it is never spliced, the text is prefilled
+    └── DaemonError              the shared daemon could not be reached, started or stopped
+        └── DaemonRunning        a daemon already runs for this state folder (a second one refuses to start)
 
 Third-party exceptions are translated once, where they are caught (`raise ... from exc`).
 Messages are meant for people and models: they say what failed and what to do next.
@@ -85,3 +87,11 @@ class BlockRejected(EngineError):
         self.path = path
         self.reason = reason
         super().__init__(f"KV block {path} rejected: {reason}; the tool text is prefilled instead")
+
+
+class DaemonError(NexusError):
+    """The shared daemon (`nexus-gateway daemon`) could not be reached, started or stopped."""
+
+
+class DaemonRunning(DaemonError):
+    """A daemon already holds the lock of this state folder."""

@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "nexus_gateway"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("cli", "bench", "evals", "preflight", "__main__"),
+    ("cli", "daemon", "bench", "evals", "preflight", "__main__"),
     ("server",),
     ("dashboard",),
     ("meta",),

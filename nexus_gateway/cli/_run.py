@@ -35,6 +35,12 @@ class App(typer.Typer):
         register = super().command(name, **options)
         return lambda command: register(user_errors(command))
 
+    def callback(  # type: ignore[override]  # as for command: every keyword passes through unchanged
+        self, **options: Any
+    ) -> Callable[[Callable[P, T]], Callable[P, T]]:
+        register = super().callback(**options)
+        return lambda callback: register(user_errors(callback))
+
 
 def user_errors(command: Callable[P, T]) -> Callable[P, T]:
     """`command`, with a `NexusError` it raises printed by `fail` (exit status 2)."""

@@ -42,16 +42,18 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def gateway_entry(gateway_config: Path) -> dict[str, Any]:
-    """The one `mcpServers` entry that replaces all the imported ones."""
+def gateway_entry(gateway_config: Path, *, connect: bool = False) -> dict[str, Any]:
+    """The one `mcpServers` entry that replaces all the imported ones: `serve` (a gateway of the host's own)
+    or, with `connect`, the shim that attaches to the one shared daemon."""
+    command = ["connect" if connect else "serve", "--config", str(gateway_config)]
     executable = shutil.which("nexus-gateway")
     if executable:
-        return {"command": executable, "args": ["serve", "--config", str(gateway_config)]}
-    return {"command": sys.executable, "args": ["-m", "nexus_gateway", "serve", "--config", str(gateway_config)]}
+        return {"command": executable, "args": command}
+    return {"command": sys.executable, "args": ["-m", "nexus_gateway", *command]}
 
 
 def plan_import(
-    claude: dict[str, Any], existing: dict[str, Any] | None, gateway_config: Path
+    claude: dict[str, Any], existing: dict[str, Any] | None, gateway_config: Path, *, connect: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return (new gateway config, new Claude config). Pure: nothing is written."""
     servers = {name: entry for name, entry in (claude.get("mcpServers") or {}).items() if name != GATEWAY_ENTRY}
@@ -59,7 +61,7 @@ def plan_import(
     merged["mcpServers"] = {**(merged.get("mcpServers") or {}), **servers}
     merged.setdefault("nexus", {"mode": "auto"})
     new_claude = dict(claude)
-    new_claude["mcpServers"] = {GATEWAY_ENTRY: gateway_entry(gateway_config)}
+    new_claude["mcpServers"] = {GATEWAY_ENTRY: gateway_entry(gateway_config, connect=connect)}
     return merged, new_claude
 
 
@@ -73,6 +75,12 @@ def import_claude(
     write: Annotated[
         bool, typer.Option("--write", help="Also rewrite the Claude config to the single gateway entry (backed up).")
     ] = False,
+    connect: Annotated[
+        bool,
+        typer.Option(
+            "--connect", help="The entry runs `connect` (share one daemon with your other hosts) instead of `serve`."
+        ),
+    ] = False,
 ) -> None:
     """Move the servers of a Claude Desktop config into a gateway config; print (or write) the entry that
     replaces them."""
@@ -80,7 +88,7 @@ def import_claude(
     target = output.expanduser().resolve()
     claude = _read_json(source)
     existing = _read_json(target) if target.exists() else None
-    gateway_config, new_claude = plan_import(claude, existing, target)
+    gateway_config, new_claude = plan_import(claude, existing, target, connect=connect)
     parse_config(gateway_config, label=str(target), environ={**os.environ})
     if existing is not None:
         shutil.copy2(target, target.with_name(f"{target.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}"))

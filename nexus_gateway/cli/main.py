@@ -16,6 +16,7 @@ from rich.table import Table
 
 from nexus_gateway import __version__
 from nexus_gateway.cli import bench, evals, import_claude, pins, servers
+from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
 from nexus_gateway.config import StdioServer
@@ -35,6 +36,8 @@ app.add_typer(evals.calibrate_app, name="calibrate")
 evals.calibrate_app.command("splice")(engine_cli.calibrate_splice)
 app.command("compile")(engine_cli.compile_command)
 app.command("import-claude")(import_claude.import_claude)
+app.add_typer(daemon_cli.daemon_app, name="daemon")
+app.command("connect")(daemon_cli.connect)
 tools_app = App(help="The catalog; review and approve quarantined tools.")
 app.add_typer(tools_app, name="tools")
 tools_app.command("diff")(pins.diff)

@@ -1,21 +1,21 @@
-"""A stdio server transport on non-blocking pipes.
+"""A stdio server transport on non-blocking pipes, and the line framing it shares with the Unix-socket front.
 
 The SDK's `stdio_server` reads and writes stdin/stdout through worker threads (anyio.wrap_file): a
 thread hop for every line each way, which costs the gateway about a millisecond per proxied call.
 When stdin and stdout are pipes or sockets (as when a host launches the gateway), this transport
-reads and writes them on the event loop instead. Like the SDK's, it serves the protocol from private
-duplicates of fd 0 and 1 and points fd 0 at /dev/null and fd 1 at stderr while serving, so stray
-prints (ours, a library's, a child's) can never corrupt the protocol stream. Anything else (a TTY,
-a regular file) falls back to the SDK transport.
+reads and writes them on the event loop instead (`_stdio_fds.stdio_pipes`: from private duplicates
+of fd 0 and 1, so stray prints cannot corrupt the protocol stream). Anything else (a TTY, a regular
+file) falls back to the SDK transport.
+
+`line_streams` is the framing itself, over any asyncio stream pair: one JSON-RPC message a line, a
+malformed line answered (or dropped) without ending the session. The daemon's Unix-socket front
+(unix.py) serves each connection through it, so a socket session is a stdio session.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
-import os
-import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,49 +26,29 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from nexus_gateway._stdio_fds import stdio_are_pipes, stdio_pipes
 from nexus_gateway.server._rejects import rejection
 
 logger = logging.getLogger(__name__)
 
-_LINE_LIMIT = 64 * 1024 * 1024
-
-
-def _is_pipe_or_socket(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def _claim(fd: int, diversion: int) -> int:
-    """Serve the wire from a private duplicate of `fd`, and point `fd` at `diversion`."""
-    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    os.dup2(diversion, fd)
-    return private
+LINE_LIMIT = 64 * 1024 * 1024
 
 
 @asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """(read_stream, write_stream) for `Server.run`, over the process's stdin and stdout."""
-    if sys.platform == "win32" or not (_is_pipe_or_socket(0) and _is_pipe_or_socket(1)):
+    if sys.platform == "win32" or not stdio_are_pipes():
         async with stdio_server() as streams:
             yield streams
         return
+    async with stdio_pipes(LINE_LIMIT) as (reader, writer), line_streams(reader, writer) as streams:
+        yield streams
 
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    in_fd = _claim(0, devnull)
-    out_fd = _claim(1, 2)
-    os.close(devnull)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    read_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
-    )
-    write_transport, write_protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
+
+@asynccontextmanager
+async def line_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> AsyncIterator[tuple[Any, Any]]:
+    """(read_stream, write_stream) for `Server.run`, one JSON-RPC message a line over `reader` and `writer`
+    (whose limit should be `LINE_LIMIT`). The read stream ends when the peer closes its end."""
 
     async def write_line(message: types.JSONRPCMessage) -> bool:
         """Write one message; False once the host has closed its end (asyncio raises RuntimeError for a
@@ -85,15 +65,17 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
-    async def read_stdin() -> None:
+    async def read_lines() -> None:
         async with read_writer:
             while True:
                 try:
                     line = await reader.readline()
                 except (ValueError, asyncio.LimitOverrunError) as exc:
-                    logger.error("dropped an input line longer than %d bytes", _LINE_LIMIT)
+                    logger.error("dropped an input line longer than %d bytes", LINE_LIMIT)
                     await read_writer.send(exc)
                     continue
+                except ConnectionError:
+                    return  # the peer reset the connection: as good as EOF
                 if not line:
                     return  # EOF: the host went away
                 if not line.strip():
@@ -113,18 +95,14 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                     continue
                 await read_writer.send(SessionMessage(message))
 
-    async def write_stdout() -> None:
+    async def write_lines() -> None:
         async with write_reader:
             async for session_message in write_reader:
                 if not await write_line(session_message.message):
                     return  # the host closed its end
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdin)
-            tg.start_soon(write_stdout)
-            yield read_stream, write_stream
-            tg.cancel_scope.cancel()
-    finally:
-        read_transport.close()
-        write_transport.close()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_lines)
+        tg.start_soon(write_lines)
+        yield read_stream, write_stream
+        tg.cancel_scope.cancel()

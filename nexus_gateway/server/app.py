@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from nexus_gateway import __version__
 from nexus_gateway._sdk import client_connection as client_of
+from nexus_gateway.clients import current_client
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
 from nexus_gateway.meta.tools import MetaTools
@@ -76,7 +77,9 @@ def build_server(gateway: Gateway, *, profile: str | None = None) -> Server[Any]
 
     def profile_of(ctx: ServerRequestContext[Any]) -> Profile:
         try:
-            return Profile.of(gateway.settings, request_profile(ctx, profile))
+            identity = current_client()  # a daemon socket's client names its profile when it connects
+            default = identity.profile if identity is not None and identity.profile is not None else profile
+            return Profile.of(gateway.settings, request_profile(ctx, default))
         except NexusError as exc:  # its profile went away in a config reload
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from exc
 
@@ -86,7 +89,8 @@ def build_server(gateway: Gateway, *, profile: str | None = None) -> Server[Any]
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         await gateway.wait_ready()
-        client, shown = client_of(ctx), seen(ctx)
+        shown = seen(ctx)
+        client = current_client() or client_of(ctx)  # the socket client outlives a modern era's connection
 
         async def call(link: Any, meta: dict[str, Any] | None) -> Any:
             return await tools.call_tool(

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import uvicorn
+from anyio.abc import TaskStatus
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.sse import SseServerTransport
@@ -219,8 +220,16 @@ def _session_metrics(sessions: SessionPool) -> str:
     ]) + "\n"  # fmt: skip
 
 
-async def serve_http(gateway: Gateway, *, host: str, port: int, profile: str | None = None) -> None:
-    """Serve until cancelled or signalled; logs the bound URL (useful with port 0)."""
+async def serve_http(
+    gateway: Gateway,
+    *,
+    host: str,
+    port: int,
+    profile: str | None = None,
+    task_status: TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled or signalled; logs the bound URL (useful with port 0), and reports the bound
+    (host, port) to `task_status` once it accepts connections."""
     app = build_http_app(gateway, profile=profile)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -236,6 +245,7 @@ async def serve_http(gateway: Gateway, *, host: str, port: int, profile: str | N
     logger.info("nexus-gateway listening on http://%s:%d (/mcp, /sse, /healthz, /ui)", bound_host, bound_port)
     server = uvicorn.Server(config)
     stopped = anyio.Event()
+    task_status.started((bound_host, bound_port))
 
     async def run() -> None:
         with anyio.CancelScope(shield=True):  # stopped by should_exit, so connections close in order

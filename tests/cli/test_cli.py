@@ -66,6 +66,16 @@ def test_import_claude_without_write_only_prints_the_entry(tmp_path: Path):
     assert list(printed["mcpServers"]) == ["nexus-gateway"]
 
 
+def test_import_claude_with_connect_writes_the_entry_that_attaches_to_the_daemon(tmp_path: Path):
+    claude = tmp_path / "claude.json"
+    claude.write_text(json.dumps({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}))
+    target = tmp_path / "g.json"
+    result = cli("import-claude", "--claude-config", str(claude), "--output", str(target), "--write", "--connect")
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(claude.read_text())["mcpServers"]["nexus-gateway"]
+    assert entry["args"][-3:] == ["connect", "--config", str(target.resolve())]
+
+
 def test_unknown_transport_is_a_usage_error(tmp_path: Path):
     result = cli("serve", "--config", str(write_config(tmp_path, {})), "--transport", "carrier-pigeon")
     assert result.returncode == 2 and "must be stdio, sse or http" in result.stderr
