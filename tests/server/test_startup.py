@@ -21,12 +21,13 @@ HEAVY = ("_multiarray_umath", "onnxruntime", "libllama", "libggml", "_swigfaiss"
 PASSTHROUGH_RSS_MB = 80
 
 
-def gateway_process() -> psutil.Process:
-    """The `nexus-gateway serve` child of this test process."""
+def gateway_process(config: Path) -> psutil.Process:
+    """The `nexus-gateway serve --config CONFIG` child of this test process (an earlier test's may still be
+    shutting down)."""
     found = [
         child
         for child in psutil.Process().children()
-        if "nexus_gateway" in child.cmdline() and "serve" in child.cmdline()
+        if "serve" in child.cmdline() and str(config) in child.cmdline()
     ]
     assert len(found) == 1, found
     return found[0]
@@ -50,7 +51,7 @@ async def test_passthrough_serve_lists_tools_without_loading_numpy_onnxruntime_o
             tools = await client.list_tools()
             assert [tool.name for tool in tools.tools] == ["echo__echo"]
             assert (await client.call_tool("echo__echo", {"text": "hi"})).is_error is False
-            gateway = gateway_process()
+            gateway = gateway_process(config)
             assert heavy_libraries(gateway) == []
             assert gateway.memory_info().rss / 2**20 <= PASSTHROUGH_RSS_MB
 
@@ -63,4 +64,4 @@ async def test_routed_serve_loads_the_embedder_only_to_index_or_search(tmp_path:
         async with Client(gateway_params(config, "--log-level", "warning"), mode="legacy", cache=None) as client:
             found = await client.call_tool("search_tools", {"query": "echo the text"})
             assert "echo__echo" in str(found.content)
-            assert any("_multiarray_umath" in name for name in heavy_libraries(gateway_process()))
+            assert any("_multiarray_umath" in name for name in heavy_libraries(gateway_process(config)))
