@@ -5,9 +5,11 @@
 
 Below the margin gate, the local model chooses among the best `nexus.rerank_k` tools (generation/
 rerank.py: its reply is constrained to their names or `none`); the chosen tool is filled, and taken
-when its required arguments come from the request (generation/grounding.py) and validate. When the
-model chooses none, or the request does not fill its choice, the candidates come back instead of a
-guess. The trace says which: `reranked`, the candidates shown, the choice and its time.
+when its required arguments come from the request (generation/grounding.py) and validate; if they do
+not, the next best tools in retrieval order are tried the same way (`FILL_CHECKS` in all). When the
+model chooses none, or the request fills none of them, the candidates come back instead of a guess.
+The trace says which (`routing`: reranked, grounded or ambiguous), with the candidates shown, the
+model's choice and its time.
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -44,6 +46,8 @@ from nexus_gateway.routing import gate
 
 logger = logging.getLogger(__name__)
 
+FILL_CHECKS = 3
+"""Below the gate, at most this many tools are filled: the model's choice, then the next best ones."""
 RESULT_CHARS = 200
 """How much of a result a session keeps in its history."""
 
@@ -194,8 +198,9 @@ class Runner:
         results: list[SearchResult],
         trace: dict[str, Any],
     ) -> Candidate | None:
-        """The automatic choice; below the gate, the local model's choice among the best few when the
-        request fills it, or None (the model chose none, or its choice would need invented values)."""
+        """The automatic choice; below the gate, the local model's choice when the request fills it, else
+        the next of the best few (retrieval order) that it fills, or None (the model chose none, or the
+        request fills none of those checked)."""
         if results[0].automatic:
             return await self._fill(generator, session, query, results[0])
         reranked = await self.rerank(query, results)
@@ -203,10 +208,17 @@ class Runner:
         if reranked.choice is None:
             trace["routing"] = "ambiguous"
             return None
-        candidate = await self._fill(generator, session, query, results[reranked.candidates.index(reranked.choice)])
-        trace["routing"] = "reranked" if candidate.fillable else "ambiguous"
-        trace["checked"] = [candidate.summary()]
-        return candidate if candidate.fillable else None
+        chosen = reranked.candidates.index(reranked.choice)
+        order = [results[chosen], *(result for i, result in enumerate(results) if i != chosen)]
+        checked: list[Candidate] = []
+        for result in order[:FILL_CHECKS]:
+            checked.append(await self._fill(generator, session, query, result))
+            if checked[-1].fillable:
+                break
+        fit = checked[-1].fillable
+        trace["routing"] = ("reranked" if len(checked) == 1 else "grounded") if fit else "ambiguous"
+        trace["checked"] = [candidate.summary() for candidate in checked]
+        return checked[-1] if fit else None
 
     async def _fill(
         self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult
