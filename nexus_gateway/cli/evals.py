@@ -245,6 +245,9 @@ def eval_arguments(
         "signature"
     ),
     route: Annotated[bool, typer.Option("--route", help="Let the router choose the tool (else the gold one).")] = False,
+    rerank: Annotated[
+        int, typer.Option(min=0, max=20, help="With --route: below the gate the local model chooses among this many.")
+    ] = 0,
     limit: LimitOption = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here.")] = None,
     details: Annotated[
@@ -282,6 +285,7 @@ def eval_arguments(
                 settings,
                 mode=chosen,
                 route=route,
+                rerank=rerank if route else 0,
                 depth=depth,
                 compiled_root=compiled_root(settings),
                 progress=advance,
