@@ -321,7 +321,6 @@ def ttft(
     out.print_json(json.dumps(report))
 
 
-@_user_errors
 def memory(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
     tools: ToolsData = _SHIPPED / "tools.json",
