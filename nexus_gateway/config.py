@@ -160,6 +160,12 @@ class NexusSettings(BaseModel):
     restart_backoff_initial: float = Field(default=0.25, gt=0)
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
+    rerank_k: int = Field(default=5, ge=1, le=20)
+    """Below the margin gate, the local model chooses among this many of the best tools (`run`, and
+    `search_tools` with `rerank`)."""
+    search_rerank: bool = False
+    """`search_tools` re-ranks below the gate with the local model unless a call says `rerank: false`
+    (the model loads on the first such search)."""
     list_page_size: int = Field(default=100, ge=1)
     """Items per page of tools/list, resources/list, resources/templates/list and prompts/list."""
     embedder: str = "default"

@@ -1,6 +1,8 @@
 """Real upstream servers installed from PyPI and npm, through the gateway."""
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,3 +56,73 @@ async def test_server_everything_from_npm_through_the_gateway(tmp_path: Path):
     assert "5" in text_of(summed)
     assert resources.resources and all(r.name.startswith("everything__") for r in resources.resources)
     assert prompts.prompts and all(p.name.startswith("everything__") for p in prompts.prompts)
+
+
+def _run_called(structured: dict | None, text: str) -> dict:
+    assert structured is not None and structured["status"] == "called", text
+    return structured["trace"]
+
+
+@pytest.mark.npm
+async def test_run_reads_a_file_by_its_absolute_path_with_the_npm_filesystem_server(tmp_path: Path):
+    """The path keeps its leading `/` and every segment: grounding compares exact spans."""
+    npx = shutil.which("npx")
+    assert npx, "npx is needed for this test (Node.js)"
+    root = tmp_path / "shared"
+    root.mkdir()
+    notes = root / "notes.txt"
+    notes.write_text("buy oat milk\n")
+    fs = {"command": npx, "args": ["-y", "@modelcontextprotocol/server-filesystem", str(root)]}
+    reads = ["fs__read_text_file", "fs__read_file"]
+    config = make_config(tmp_path, {"fs": fs}, mode="routed", start_timeout=120, auto_execute=reads)
+    with anyio.fail_after(400):
+        async with running_gateway(config) as (gateway, client):
+            await gateway.indexer.settle(120)  # every tool searchable before the request (a loaded machine is slow)
+            result = await client.call_tool("run", {"request": f"Show me what is in the file {notes}"})
+    trace = _run_called(result.structured_content, text_of(result))
+    assert trace["tool"] in reads and trace["arguments"]["path"] == str(notes), trace
+    assert "buy oat milk" in text_of(result)
+
+
+def _repository(path: Path, commits: int) -> Path:
+    """A git repository at `path` with empty commits `change 1` .. `change N`."""
+    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "A",
+           "GIT_COMMITTER_EMAIL": "a@example.com", "PATH": os.environ.get("PATH", "")}  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    for n in range(1, commits + 1):
+        subprocess.run(
+            ["git", "-C", str(path), "commit", "-q", "--allow-empty", "-m", f"change {n}"], check=True, env=env
+        )
+    return path
+
+
+async def test_run_shows_the_last_commits_of_a_repository_with_mcp_server_git(tmp_path: Path):
+    repo = _repository(tmp_path / "repo", 4)
+    git = {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]}
+    config = make_config(tmp_path, {"git": git}, mode="routed", auto_execute=["git__git_log"])
+    with anyio.fail_after(400):
+        async with running_gateway(config) as (gateway, client):
+            await gateway.indexer.settle(120)  # every tool searchable before the request (a loaded machine is slow)
+            result = await client.call_tool("run", {"request": f"Show the last 2 commits of the git repository {repo}"})
+    trace = _run_called(result.structured_content, text_of(result))
+    assert trace["tool"] == "git__git_log", trace
+    assert trace["arguments"]["repo_path"] == str(repo) and trace["arguments"]["max_count"] == 2, trace
+    log = text_of(result)
+    assert "change 4" in log and "change 3" in log and "change 2" not in log, log
+
+
+@pytest.mark.npm
+async def test_run_adds_two_numbers_with_the_npm_everything_server(tmp_path: Path):
+    npx = shutil.which("npx")
+    assert npx, "npx is needed for this test (Node.js)"
+    everything = {"command": npx, "args": ["-y", "@modelcontextprotocol/server-everything"]}
+    config = make_config(
+        tmp_path, {"everything": everything}, mode="routed", start_timeout=120, auto_execute=["everything__get-sum"]
+    )
+    with anyio.fail_after(400):
+        async with running_gateway(config) as (gateway, client):
+            await gateway.indexer.settle(120)  # every tool searchable before the request (a loaded machine is slow)
+            result = await client.call_tool("run", {"request": "What is the sum of 1234 and 4321?"})
+    trace = _run_called(result.structured_content, text_of(result))
+    assert trace["tool"] == "everything__get-sum" and trace["arguments"] == {"a": 1234, "b": 4321}, trace
+    assert "5555" in text_of(result)

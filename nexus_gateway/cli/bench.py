@@ -17,6 +17,7 @@ app = App(help="Benchmarks (JSON output; compare ratios measured in the same run
 out = Console()
 app.command("fidelity")(engine_cli.fidelity)
 app.command("ttft")(engine_cli.ttft)
+app.command("memory")(engine_cli.memory)
 
 
 @app.command()

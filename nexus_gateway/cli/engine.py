@@ -319,3 +319,33 @@ def ttft(
         ttft_plot(report, plot)
         err.print(f"wrote {plot}")
     out.print_json(json.dumps(report))
+
+
+def memory(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    tools: ToolsData = _SHIPPED / "tools.json",
+    cases: CasesData = _SHIPPED / "cases.jsonl",
+    count: Annotated[int, typer.Option(help="Tools whose blocks every session splices.")] = 3,
+    sessions: Annotated[str, typer.Option(help="Session counts, one fresh process each; the first must be 1.")] = (
+        "1,8"
+    ),
+    config: ConfigOpt = None,
+    compiled: CompiledOpt = None,
+    model: ModelOpt = None,
+    n_ctx: CtxOpt = None,
+    threads: ThreadsOpt = None,
+    log_level: LogOpt = "warning",
+) -> None:
+    """Compiled block bytes per token, and resident memory of 1 and 8 sessions splicing the same blocks."""
+    from nexus_gateway.bench import memory as bench
+
+    counts = _ints(sessions)
+    if not counts or counts[0] != 1 or min(counts) < 1:
+        raise typer.BadParameter("a comma-separated list of session counts starting with 1, e.g. 1,8")
+    settings, root, _ = _setup(log_level, config, model=model, n_ctx=n_ctx, threads=threads, compiled=compiled)
+    settings = settings.model_copy(update={"sessions": max(max(counts), settings.sessions)})
+    chosen, _ = _bench_cases(tools, cases, count, 0)
+    report = _on_engine(settings, root, lambda rt: bench.block_sizes(rt, chosen))
+    report |= bench.session_memory(settings, root, chosen, counts)
+    _write(json_out, report)
+    out.print_json(json.dumps(report))

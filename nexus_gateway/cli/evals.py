@@ -68,6 +68,43 @@ def _run(tools: Path, cases: Path, distractors: list[Path], sizes: list[int], **
         return evaluate_routing(pool, loaded, sizes, embedder, progress=advance, **kw)
 
 
+def _add_reranking(
+    report: dict[str, Any],
+    embedder: Any,
+    sets: tuple[Path, Path, list[Path]],
+    sizes: list[int],
+    seed: int,
+    limit: int | None,
+    model: str | None,
+    k: int,
+    details: Path | None,
+) -> None:
+    """`eval routing --rerank`: the local model's choice below the gate, added to each size's row."""
+    import anyio
+
+    from nexus_gateway.engine.settings import engine_settings
+    from nexus_gateway.evals.reranking import evaluate_reranking
+
+    pool, loaded = _load(*sets, limit, seed)
+    settings = engine_settings(None, model=model)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"re-ranking below the gate (top {k})", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        reranked, lines = anyio.run(
+            lambda: evaluate_reranking(
+                pool, loaded, sizes, embedder, settings, seed=seed, method=report["fusion"], tau=report["tau"],
+                k=k, progress=advance,
+            )
+        )  # fmt: skip
+    for size, row in reranked.items():
+        report["sizes"][size]["rerank"] = row
+    if details:
+        details.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
@@ -101,11 +138,20 @@ def eval_routing(
     embedder: EmbedderOption = "default",
     fusion: FusionOption = "linear",
     tau: Annotated[float | None, typer.Option(help="Margin gate threshold (default: the shipped calibration).")] = None,
+    rerank: Annotated[
+        bool, typer.Option("--rerank", help="Below the gate, let the local model choose among the top k.")
+    ] = False,
+    rerank_k: Annotated[int, typer.Option(min=1, max=20, help="Candidates the local model chooses among.")] = 5,
+    model: Annotated[str | None, typer.Option(help="With --rerank: a packaged model's name or a GGUF path.")] = None,
+    details: Annotated[
+        Path | None, typer.Option("--details", help="With --rerank: every re-ranked case here, one JSON line each.")
+    ] = None,
 ) -> None:
-    """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate."""
+    """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate;
+    with --rerank, top-1 when the local model chooses among the top k below the gate, and its time."""
     method = "lexical" if embedder == "bm25" else fusion
-    model = _embedder(embedder)
-    threshold = tau if tau is not None else _default_tau(model.name, method)
+    embedded = _embedder(embedder)
+    threshold = tau if tau is not None else _default_tau(embedded.name, method)
     report = _run(
         tools,
         cases,
@@ -113,22 +159,32 @@ def eval_routing(
         _sizes(sizes),
         seed=seed,
         limit=limit,
-        embedder=model,
+        embedder=embedded,
         method=method,
         tau=threshold,
     )
+    if rerank:
+        sets = (tools, cases, distractors)
+        _add_reranking(report, embedded, sets, _sizes(sizes), seed, limit, model, rerank_k, details)
     table = Table(title=f"routing: {report['n_cases']} cases, {report['embedder']}, {method}", title_justify="left")
-    for column in ("N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"):
+    columns = ["N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"]
+    if rerank:
+        columns += ["top-1 re-ranked", "re-ranked", "re-rank p50 (ms)"]
+    for column in columns:
         table.add_column(column, justify="right")
     for size, row in report["sizes"].items():
-        table.add_row(
+        cells = [
             size,
             f"{row['top1']:.1%}",
             f"{row['recall@5']:.1%}",
             f"{row['auto_coverage']:.1%}",
             f"{row['auto_precision']:.1%}",
             f"{report['scan_us_p50'][size]:.1f}",
-        )
+        ]
+        if rerank:
+            again = row["rerank"]
+            cells += [f"{again['top1_reranked']:.1%}", str(again["reranked"]), str(again["rerank_ms_p50"])]
+        table.add_row(*cells)
     out.print(table)
     out.print(f"query embedding p50: {report['embed_ms_p50']} ms; gate tau: {report['tau']}")
     if json_out:
@@ -189,6 +245,9 @@ def eval_arguments(
         "signature"
     ),
     route: Annotated[bool, typer.Option("--route", help="Let the router choose the tool (else the gold one).")] = False,
+    rerank: Annotated[
+        int, typer.Option(min=0, max=20, help="With --route: below the gate the local model chooses among this many.")
+    ] = 0,
     limit: LimitOption = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here.")] = None,
     details: Annotated[
@@ -226,6 +285,7 @@ def eval_arguments(
                 settings,
                 mode=chosen,
                 route=route,
+                rerank=rerank if route else 0,
                 depth=depth,
                 compiled_root=compiled_root(settings),
                 progress=advance,

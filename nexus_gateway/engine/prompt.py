@@ -17,11 +17,13 @@ chat template family so any GGUF can be used; changing it changes every block ke
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Turn
 
+_FIELD = re.compile(r"\{(instruction|context|query)\}")
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
 
 
@@ -33,9 +35,16 @@ class PromptLayout:
     """Request template; `{query}` is replaced by the request text."""
     turn: str = "{user}\n{model}\n"
     """How one earlier exchange is written into the session: `{user}` the request, `{model}` the arguments."""
+    task: str = "{instruction}\n\n{context}\nRequest: {query}\nAnswer: "
+    """A prompt of its own (a choice among tools): `{instruction}` and `{context}`, then the request."""
 
     def request_text(self, query: str) -> str:
         return self.request.replace("{query}", query.strip())
+
+    def task_text(self, instruction: str, context: str, query: str) -> str:
+        """A whole prompt for one task outside the sessions (no preamble): the reply comes next."""
+        fields = {"instruction": instruction, "context": context, "query": query.strip()}
+        return _FIELD.sub(lambda match: fields[match.group(1)], self.task)  # one pass: values stay as written
 
     def turn_text(self, turn: Turn) -> str:
         """An earlier exchange as the session keeps it (then `Result: ...` when the tool was called)."""
@@ -48,12 +57,15 @@ GEMMA = PromptLayout(
     preamble=f"<start_of_turn>user\n{_INSTRUCTION}\n",
     request='Request: {query}<end_of_turn>\n<start_of_turn>model\n{"',
     turn="Earlier request: {user}\nArguments: {model}\n",
+    task="<start_of_turn>user\n{instruction}\n\n{context}\nRequest: {query}<end_of_turn>\n<start_of_turn>model\n",
 )
 CHATML = PromptLayout(
     name="chatml",
     preamble=f"<|im_start|>system\n{_INSTRUCTION}\n\n",
     request='<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n<|im_start|>assistant\n{"',
     turn="Earlier request: {user}\nArguments: {model}\n",
+    task="<|im_start|>system\n{instruction}\n\n{context}<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n"
+    "<|im_start|>assistant\n",
 )
 """Qwen2.5's chat turns, as its template writes a call with tools: the instruction, the session's earlier
 turns and the tool all sit in the system turn, the request is the user turn, and the assistant turn is

@@ -25,6 +25,7 @@ from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case, arguments_match, tool_records, value_matches
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
+from nexus_gateway.generation.rerank import Reranker
 
 Progress = Callable[[int, int], None]
 
@@ -76,12 +77,22 @@ def write_details(outcomes: Sequence[Outcome], path: Path) -> None:
             out.write(json.dumps(outcome.detail(), ensure_ascii=False) + "\n")
 
 
-def _router(records: Sequence[ToolRecord]) -> Callable[[str], str]:
+Router = Callable[[str], tuple[list[str], bool]]
+"""A request -> the best tool names (best first), and whether the first clears the margin gate."""
+
+
+def _router(records: Sequence[ToolRecord], k: int) -> Router:
+    from nexus_gateway.routing import gate
     from nexus_gateway.routing.hybrid import build_retriever
 
     retriever = build_retriever("default", Path(tempfile.mkdtemp(prefix="nexus-eval-")))
     retriever.index(records)
-    return lambda query: hits[0].name if (hits := retriever.search(query, 1)) else ""
+
+    def route(query: str) -> tuple[list[str], bool]:
+        hits = retriever.search(query, max(k, 2))
+        return [hit.name for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
+
+    return route
 
 
 def _history(cases: Sequence[Case], depth: int, session: Session) -> Callable[[Runtime], None]:
@@ -126,6 +137,7 @@ async def evaluate_arguments(
     *,
     mode: ToolForm = "signature",
     route: bool = False,
+    rerank: int = 0,
     depth: int = 0,
     compiled_root: Path | None = None,
     progress: Progress | None = None,
@@ -134,17 +146,26 @@ async def evaluate_arguments(
     unknown = sorted({case.tool for case in cases} - set(records))
     if unknown:
         raise ConfigError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
-    router = _router(list(records.values())) if route else None
+    router = _router(list(records.values()), max(rerank, 1)) if route else None
     outcomes: list[Outcome] = []
+    rerank_ms: list[float] = []
     async with LocalEngine(settings, compiled_root=compiled_root) as engine:
         generator = ArgumentGenerator(engine, mode=mode)
+        reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
         if depth:
             await engine.run(_history(cases, depth, session))
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
-            name = router(case.query) if router else case.tool
+            name = case.tool
+            if router:
+                names, automatic = router(case.query)
+                name = names[0] if names else ""
+                if reranker is not None and names and not automatic:
+                    reranked = await reranker.rerank(case.query, [records[n] for n in names])
+                    rerank_ms.append(reranked.ms)
+                    name = reranked.choice or name
             record = records.get(name, records[case.tool])
             generated = await generator.generate(session, record, case.query)
             outcomes.append(Outcome(case, name, generated))
@@ -159,4 +180,7 @@ async def evaluate_arguments(
         "model": model,
         "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes),
     }
+    if rerank:
+        report |= {"rerank_k": rerank, "reranked": len(rerank_ms)}
+        report["rerank_ms_p50"] = round(statistics.median(rerank_ms), 2) if rerank_ms else None
     return report, outcomes

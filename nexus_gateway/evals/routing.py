@@ -35,6 +35,8 @@ class Scored:
     gold_rank: int
     """1-based rank of the gold tool."""
     margin: float
+    top: tuple[int, ...] = ()
+    """Pool indices of the best tools, best first (ties against gold), for re-ranking."""
 
 
 class ToolPool:
@@ -71,8 +73,16 @@ def _candidates(gold: int, pool_size: int, size: int, rng: random.Random) -> np.
 
 
 def score_cases(
-    pool: ToolPool, cases: Sequence[Case], queries: np.ndarray, size: int, seed: int, method: FusionMethod
+    pool: ToolPool,
+    cases: Sequence[Case],
+    queries: np.ndarray,
+    size: int,
+    seed: int,
+    method: FusionMethod,
+    *,
+    keep: int = 0,
 ) -> list[Scored]:
+    """Each case's gold rank and margin among its candidates, and (`keep`) its best `keep` tools."""
     scored = []
     for i, case in enumerate(cases):
         rng = random.Random(f"{seed}:{size}:{i}")
@@ -82,7 +92,9 @@ def score_cases(
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
-        scored.append(Scored(int(np.count_nonzero(fused >= fused[0])), margin))  # ties count against gold
+        order = np.lexsort((candidates == candidates[0], -fused))[:keep]  # gold (index 0) last among ties
+        top = tuple(int(candidates[j]) for j in order)
+        scored.append(Scored(int(np.count_nonzero(fused >= fused[0])), margin, top))  # ties count against gold
     return scored
 
 

@@ -54,6 +54,13 @@ def definitions(tool_count: int, servers: list[str], *, run: bool = True) -> lis
                         "default": 5,
                         "description": "How many tools to return.",
                     },
+                    "rerank": {
+                        "type": "boolean",
+                        "description": (
+                            "When no tool clearly wins, let the gateway's local model choose among the best few "
+                            "(slower: a second or more). The choice is marked in the result."
+                        ),
+                    },
                 },
                 "required": ["query"],
             },

@@ -3,9 +3,13 @@
     request -> GatewayCore.search -> margin gate -> tool -> ArgumentGenerator (the client's own engine
             session) -> jsonschema -> GatewayCore.call_upstream
 
-Below the margin gate, the best few tools are re-ranked by whether the request can fill them
-(generation/grounding.py): in retrieval order, the first whose required arguments come from the request
-and validate is taken. When none can be filled, the candidates come back instead of a guess.
+Below the margin gate, the local model chooses among the best `nexus.rerank_k` tools (generation/
+rerank.py: its reply is constrained to their names or `none`); the chosen tool is filled, and taken
+when its required arguments come from the request (generation/grounding.py) and validate; if they do
+not, the next best tools in retrieval order are tried the same way (`FILL_CHECKS` in all). When the
+model chooses none, or the request fills none of them, the candidates come back instead of a guess.
+The trace says which (`routing`: reranked, grounded or ambiguous), with the candidates shown, the
+model's choice and its time.
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -36,14 +40,15 @@ from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
+from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.profiles import EVERYTHING, Profile
 from nexus_gateway.routing import gate
 
 logger = logging.getLogger(__name__)
 
-RERANK_CANDIDATES = 3
-"""Below the margin gate, this many of the best tools are checked for whether the request fills them."""
+FILL_CHECKS = 3
+"""Below the gate, at most this many tools are filled: the model's choice, then the next best ones."""
 RESULT_CHARS = 200
 """How much of a result a session keeps in its history."""
 
@@ -86,6 +91,7 @@ class Runner:
         self._engine: LocalEngine | None = None
         self._generator: ArgumentGenerator | None = None
         self._pool: SessionPool | None = None
+        self._reranker: Reranker | None = None
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
@@ -96,7 +102,7 @@ class Runner:
 
     async def _start(self) -> tuple[ArgumentGenerator, SessionPool]:
         async with self._starting:
-            if self._generator is None or self._pool is None:
+            if self._generator is None or self._pool is None or self._reranker is None:
                 settings = engine_settings(self.gateway.config)
                 engine = LocalEngine(settings, compiled_root=compiled_root(settings, self.gateway.config))
                 await engine.__aenter__()
@@ -104,12 +110,20 @@ class Runner:
                 room = settings.n_ctx // settings.sessions - 256
                 self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
                 self._generator = ArgumentGenerator(engine, mode=self.settings.run_mode)
+                self._reranker = Reranker(engine, k=self.settings.rerank_k)
             return self._generator, self._pool
+
+    async def rerank(self, query: str, results: list[SearchResult]) -> Reranked:
+        """The local model's choice among the first `rerank_k` of `results` (search_tools' `rerank`)."""
+        await self._start()
+        assert self._reranker is not None
+        return await self._reranker.rerank(query, [self.gateway.resolve(result.name) for result in results])
 
     async def aclose(self) -> None:
         """Close the engine (the gateway has cancelled the background turns first: they are dropped)."""
         if self._engine is not None:
             engine, self._engine, self._generator, self._pool = self._engine, None, None, None
+            self._reranker = None
             await engine.__aexit__(None, None, None)
 
     def _settle_later(self, pool: SessionPool, key: Hashable) -> None:
@@ -146,14 +160,18 @@ class Runner:
             raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")
         context = str(arguments.get("context") or "").strip()
         query = f"{context}\n{request}" if context else request
-        results = await self.gateway.search(request, allows=None if profile.everything else profile.allows)
+        results = await self.gateway.search(
+            request,
+            max(self.settings.search_k, self.settings.rerank_k),
+            allows=None if profile.everything else profile.allows,
+        )
         if not results:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
         key = self._key(client)
         margin = gate.margin([result.score for result in results])
         shown = round(margin, 4) if math.isfinite(margin) else None
-        trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic"}
+        trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic", "reranked": False}
         async with pool.lease(key) as engine_session:
             picked = await self._pick(generator, engine_session, query, results, trace)
             if picked is None:
@@ -188,23 +206,34 @@ class Runner:
         results: list[SearchResult],
         trace: dict[str, Any],
     ) -> Candidate | None:
-        """The automatic choice; below the gate, the first of the best few that the request fills (in
-        retrieval order), or None when it fills none of them."""
+        """The automatic choice; below the gate, the local model's choice when the request fills it, else
+        the next of the best few (retrieval order) that it fills, or None (the model chose none, or the
+        request fills none of those checked)."""
+        if results[0].automatic:
+            return await self._fill(generator, session, query, results[0])
+        reranked = await self.rerank(query, results)
+        trace |= reranked.trace()
+        if reranked.choice is None:
+            trace["routing"] = "ambiguous"
+            return None
+        chosen = reranked.candidates.index(reranked.choice)
+        order = [results[chosen], *(result for i, result in enumerate(results) if i != chosen)]
         checked: list[Candidate] = []
-        for result in results[: 1 if results[0].automatic else RERANK_CANDIDATES]:
-            record = self.gateway.resolve(result.name)
-            generated = await generator.generate(session, record, query)
-            candidate = Candidate(
-                result, record, generated, grounding(query, record.input_schema, generated.arguments or {})
-            )
-            checked.append(candidate)
-            if result.automatic or candidate.fillable:
+        for result in order[:FILL_CHECKS]:
+            checked.append(await self._fill(generator, session, query, result))
+            if checked[-1].fillable:
                 break
-        if not results[0].automatic:
-            fit = checked[-1].fillable
-            trace["routing"] = ("confirmed" if len(checked) == 1 else "reranked") if fit else "ambiguous"
-            trace["checked"] = [candidate.summary() for candidate in checked]
-        return checked[-1] if results[0].automatic or checked[-1].fillable else None
+        fit = checked[-1].fillable
+        trace["routing"] = ("reranked" if len(checked) == 1 else "grounded") if fit else "ambiguous"
+        trace["checked"] = [candidate.summary() for candidate in checked]
+        return checked[-1] if fit else None
+
+    async def _fill(
+        self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult
+    ) -> Candidate:
+        record = self.gateway.resolve(result.name)
+        generated = await generator.generate(session, record, query)
+        return Candidate(result, record, generated, grounding(query, record.input_schema, generated.arguments or {}))
 
     def _may_execute(self, record: ToolRecord, profile: Profile) -> bool:
         if profile.auto_execute is not None:

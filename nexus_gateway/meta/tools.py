@@ -2,7 +2,7 @@
 
     tools/list   -> every upstream tool, namespaced               [passthrough]
                  -> the meta-tools (+ pinned tools)                [routed]
-    search_tools -> GatewayCore.search -> signatures
+    search_tools -> GatewayCore.search -> signatures (+ the local model's choice below the gate: `rerank`)
     call_tool    -> GatewayCore.resolve -> GatewayCore.call_upstream
     describe_tool-> GatewayCore.resolve -> the full tool
     run          -> run.py (the engine is loaded on the first `run`)
@@ -125,6 +125,9 @@ class MetaTools:
     async def _run_tool(self) -> Runner:
         if not self.settings.run:
             raise NexusError("run is turned off here (nexus.run is false): use search_tools, then call_tool.")
+        return await self._runner_of()
+
+    async def _runner_of(self) -> Runner:
         async with self._runner_lock:
             if self._runner is None:
                 from nexus_gateway.meta.run import Runner  # the engine and the generator load on the first run
@@ -157,6 +160,15 @@ class MetaTools:
             gateway.metrics.searches += 1
             lines = [result.signature for result in results]
             structured: dict[str, Any] = {"tools": [result.__dict__ for result in results]}
+            if arguments.get("rerank", self.settings.search_rerank) and results and not results[0].automatic:
+                reranked = await (await self._runner_of()).rerank(query, results)
+                structured["rerank"] = reranked.trace()
+                structured["chosen"] = reranked.choice
+                lines.append(
+                    f"(The local model chose {reranked.choice} for this request.)"
+                    if reranked.choice
+                    else "(The local model found none of these fits the request.)"
+                )
             if lag := gateway.index_lag():  # a cold start: say how much of the catalog was searched
                 lines.append(
                     f"(The tool index is still being built: {lag[0]} of {lag[1]} tools indexed so far. "

@@ -42,3 +42,20 @@ def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
         "--sizes", "5", "--embedder", "hashing", timeout=120,
     )  # fmt: skip
     assert result.returncode == 2 and "missing from the tool set" in result.stderr
+
+
+def test_eval_routing_rerank_has_the_local_model_choose_below_the_gate(tmp_path: Path):
+    """`--tau` huge: every case is below the gate, so every one is re-ranked by the default model."""
+    chosen = [case for case in CASES if case["tool"] in ("tool.weather", "tool.flights")]
+    (tools, cases), out = write_labelled_set(tmp_path, TOOLS, chosen), tmp_path / "report.json"
+    details = tmp_path / "reranked.jsonl"
+    result = cli(
+        "eval", "routing", "--tools", str(tools), "--cases", str(cases), "--sizes", "12", "--embedder", "hashing",
+        "--tau", "1e9", "--rerank", "--rerank-k", "3", "--json", str(out), "--details", str(details), timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    reranked = json.loads(out.read_text())["sizes"]["12"]["rerank"]
+    assert reranked["reranked"] == 2 and reranked["rerank_k"] == 3 and reranked["rerank_ms_p50"] > 0, reranked
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [len(row["candidates"]) for row in rows] == [3, 3]
+    assert all(row["choice"] in (*row["candidates"], None) and row["gold"] in row["candidates"] for row in rows)

@@ -49,8 +49,29 @@ async def test_run_returns_the_candidates_when_the_request_fills_none_of_them(tm
     structured = result.structured_content
     assert structured is not None and structured["status"] == "ambiguous", text_of(result)
     assert {c["name"] for c in structured["candidates"]} == {"time__get_current_time", "time__convert_time"}
-    checked = structured["trace"]["checked"]
-    assert structured["trace"]["routing"] == "ambiguous" and all(c["invented"] > 0 for c in checked), checked
+    trace = structured["trace"]
+    assert trace["reranked"] and set(trace["candidates"]) == {"time__get_current_time", "time__convert_time"}, trace
+    assert trace["choice"] in trace["candidates"] and trace["rerank_ms"] > 0, trace  # the local model chose one
+    checked = trace["checked"]
+    assert trace["routing"] == "ambiguous" and checked[0]["tool"] == trace["choice"] and len(checked) == 2, checked
+    assert all(c["invented"] > 0 for c in checked), checked  # ... and the request gives it no zone
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_search_tools_with_rerank_marks_the_local_models_choice_below_the_gate(tmp_path: Path, era: str):
+    config = make_config(tmp_path, {"time": TIME}, mode="routed")
+    async with running_gateway(config, era=era) as (gateway, client):
+        plain = await client.call_tool("search_tools", {"query": "what time is it?"})
+        loaded_before = MetaTools.of(gateway).engine_loaded
+        with anyio.fail_after(180):
+            result = await client.call_tool("search_tools", {"query": "what time is it?", "rerank": True})
+    assert not loaded_before and plain.structured_content is not None and "rerank" not in plain.structured_content
+    structured = result.structured_content
+    assert not result.is_error and structured is not None, text_of(result)
+    names = [tool["name"] for tool in structured["tools"]]
+    assert structured["rerank"]["reranked"] and structured["rerank"]["candidates"] == names, structured
+    assert structured["chosen"] == "time__get_current_time", structured
+    assert "The local model chose time__get_current_time" in text_of(result)
 
 
 @pytest.mark.parametrize("auto_execute", [[], ["notes__create_note"]])

@@ -25,9 +25,7 @@ def gateway_process(config: Path) -> psutil.Process:
     """The `nexus-gateway serve --config CONFIG` child of this test process (an earlier test's may still be
     shutting down)."""
     found = [
-        child
-        for child in psutil.Process().children()
-        if "serve" in child.cmdline() and str(config) in child.cmdline()
+        child for child in psutil.Process().children() if "serve" in child.cmdline() and str(config) in child.cmdline()
     ]
     assert len(found) == 1, found
     return found[0]

@@ -1,0 +1,104 @@
+"""Re-ranking evaluation: below the margin gate, the local model chooses among the retrieval's top k.
+
+For each case whose margin is below `tau`, the `Reranker` (generation/rerank.py) is shown the best k
+tools of its candidate set (from `evals/routing.score_cases`) and answers one name or `none`. The
+re-ranked top-1 is its choice, else (none, or above the gate) the retrieval's top-1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine.settings import EngineSettings
+from nexus_gateway.engine.worker import LocalEngine
+from nexus_gateway.evals.dataset import Case, tool_records
+from nexus_gateway.evals.routing import Scored, ToolPool, score_cases
+from nexus_gateway.generation.rerank import Reranker
+from nexus_gateway.routing.embedders import Embedder
+from nexus_gateway.routing.fusion import FusionMethod
+
+Progress = Callable[[int, int], None]
+
+
+async def evaluate_reranking(
+    tools: Sequence[dict[str, Any]],
+    cases: Sequence[Case],
+    sizes: Sequence[int],
+    embedder: Embedder,
+    settings: EngineSettings,
+    *,
+    seed: int = 0,
+    method: FusionMethod = "linear",
+    tau: float = float("inf"),
+    k: int = 5,
+    progress: Progress | None = None,
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """`rerank_cases` at each size (the same candidate sets as `evaluate_routing`), by size."""
+    pool = ToolPool(tools, embedder)
+    by_name = tool_records(tools)
+    records = [by_name[name] for name in pool.names]
+    queries = embedder.embed_batch([case.query for case in cases])
+    reports: dict[str, dict[str, Any]] = {}
+    lines: list[dict[str, Any]] = []
+    for size in sizes:
+        scored = score_cases(pool, cases, queries, size, seed, method, keep=k)
+        report, size_lines = await rerank_cases(records, cases, scored, settings, tau=tau, k=k, progress=progress)
+        reports[str(size)] = report
+        lines += [{"size": size, **line} for line in size_lines]
+    return reports, lines
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+async def rerank_cases(
+    records: Sequence[ToolRecord],
+    cases: Sequence[Case],
+    scored: Sequence[Scored],
+    settings: EngineSettings,
+    *,
+    tau: float,
+    k: int,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The re-ranked report at one candidate-set size, and one line per re-ranked case."""
+    below = [i for i, s in enumerate(scored) if s.margin < tau]
+    correct = [s.gold_rank == 1 for s in scored]
+    lines: list[dict[str, Any]] = []
+    times: list[float] = []
+    chose_none = in_shown = right_when_shown = 0
+    async with LocalEngine(settings) as engine:
+        reranker = Reranker(engine, k=k)
+        for done, i in enumerate(below):
+            case, shown = cases[i], [records[j] for j in scored[i].top[:k]]
+            reranked = await reranker.rerank(case.query, shown)
+            times.append(reranked.ms)
+            if reranked.choice is None:
+                chose_none += 1
+            else:
+                correct[i] = reranked.choice == case.tool
+            if case.tool in reranked.candidates:
+                in_shown += 1
+                right_when_shown += reranked.choice == case.tool
+            lines.append({"id": case.id, "query": case.query, "gold": case.tool, **reranked.trace()})
+            if progress:
+                progress(done + 1, len(below))
+    n = len(scored)
+    report = {
+        "top1_reranked": round(sum(correct) / n, 4) if n else None,
+        "reranked": len(below),
+        "rerank_k": k,
+        "chose_none": chose_none,
+        "gold_among_shown": in_shown,
+        "chosen_right_when_shown": round(right_when_shown / in_shown, 4) if in_shown else None,
+        "rerank_ms_p50": _percentile(times, 0.5),
+        "rerank_ms_p90": _percentile(times, 0.9),
+        "model": settings.model or "default",
+    }
+    return report, lines
