@@ -24,6 +24,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,11 +136,9 @@ class DirectCalls:
             "method": "notifications/cancelled",
             "params": {"requestId": request_id, "reason": "The gateway's caller cancelled the call."},
         }
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WRITE_TIMEOUT):
-            try:
-                await write(json.dumps(notice, separators=(",", ":")).encode() + b"\n")
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                pass
+        shielded, bounded = anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WRITE_TIMEOUT)
+        with shielded, bounded, suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await write(json.dumps(notice, separators=(",", ":")).encode() + b"\n")
 
     # -- what the upstream writes --------------------------------------------------------------
 
@@ -174,7 +173,9 @@ class DirectCalls:
             waiting = self._waiting.get(_as_id(token))
             if waiting is None or not isinstance(params, dict):
                 return False
-            progress, total, text = params.get("progress"), params.get("total"), params.get("message")
+            progress: Any = params.get("progress")
+            total: Any = params.get("total")
+            text: Any = params.get("message")
             if waiting.on_progress is not None and _is_number(progress):
                 await waiting.on_progress(
                     float(progress),

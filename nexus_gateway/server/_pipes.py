@@ -19,7 +19,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -31,6 +31,14 @@ from nexus_gateway.server._rejects import rejection
 logger = logging.getLogger(__name__)
 
 _LINE_LIMIT = 64 * 1024 * 1024
+
+
+class LineTaker(Protocol):
+    """Something that may serve input lines itself before the SDK sees them (`_fastpath.py`)."""
+
+    def attach(self, spawn: Any, write: Any) -> None: ...
+
+    def take(self, line: bytes) -> bool: ...
 
 
 def _is_pipe_or_socket(fd: int) -> bool:
@@ -49,8 +57,9 @@ def _claim(fd: int, diversion: int) -> int:
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(read_stream, write_stream) for `Server.run`, over the process's stdin and stdout."""
+async def stdio_streams(taker: LineTaker | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """(read_stream, write_stream) for `Server.run`, over the process's stdin and stdout; `taker` sees
+    every input line first and may answer it itself (only on pipes: the SDK's transport has no such hook)."""
     if sys.platform == "win32" or not (_is_pipe_or_socket(0) and _is_pipe_or_socket(1)):
         async with stdio_server() as streams:
             yield streams
@@ -70,17 +79,20 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     )
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
 
-    async def write_line(message: types.JSONRPCMessage) -> bool:
-        """Write one message; False once the host has closed its end (asyncio raises RuntimeError for a
+    async def write_bytes(data: bytes) -> bool:
+        """Write one line; False once the host has closed its end (asyncio raises RuntimeError for a
         write to a transport it has already closed, ConnectionError when the pipe breaks during one)."""
         if writer.is_closing():
             return False
         try:
-            writer.write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+            writer.write(data)  # the whole line at once: lines written by several tasks never interleave
             await writer.drain()
         except (ConnectionError, RuntimeError):
             return False
         return True
+
+    async def write_line(message: types.JSONRPCMessage) -> bool:
+        return await write_bytes(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -97,6 +109,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                 if not line:
                     return  # EOF: the host went away
                 if not line.strip():
+                    continue
+                if taker is not None and taker.take(line):
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -121,6 +135,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
 
     try:
         async with anyio.create_task_group() as tg:
+            if taker is not None:
+                taker.attach(tg.start_soon, write_bytes)
             tg.start_soon(read_stdin)
             tg.start_soon(write_stdout)
             yield read_stream, write_stream
