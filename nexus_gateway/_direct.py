@@ -11,9 +11,10 @@ itself and takes the answer off stdout before the SDK sees it (`claim`), as JSON
 
 What the slow path guarantees stays: the call runs inside `Upstream._request` and the `CallRouter`
 (timeouts, health, the host link), the request carries a progress token so progress restarts the
-timeout and reaches the host, a cancelled call sends `notifications/cancelled`, an answer over
+timeout and reaches the host, log messages taken in order while a direct call is in flight reach its
+host before its answer does, a cancelled call sends `notifications/cancelled`, an answer over
 `max_result_bytes` becomes an `isError` result (`stdio_upstream` knows the id), and what the upstream
-asks or logs meanwhile goes through the SDK's client to the router, which knows the call's host.
+asks meanwhile goes through the SDK's client to the router, which knows the call's host.
 Ids are integers from `_FIRST_ID` on, so they never meet the SDK's own (counted from 0) and upstreams
 that only expect numbers are served alike.
 """
@@ -39,10 +40,12 @@ _FIRST_ID = 9_000_000_000_000
 _ID_SPAN = 1_000_000
 _ID_MARK = str(_FIRST_ID)[:7].encode()
 """Every direct id starts with these digits: a line without them answers no direct call."""
+_LOG_MARK = b'"notifications/message"'
 _THREAD_PARSE_BYTES = 1 << 20
 _CANCEL_WRITE_TIMEOUT = 2.0
 
 Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
+Logged = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 Write = Callable[[bytes], Awaitable[None]]
 
 
@@ -56,8 +59,11 @@ class _Waiting:
 class DirectCalls:
     """The direct tools/call channel of one stdio upstream, live while its transport is (`attach`)."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, on_log: Logged | None = None) -> None:
         self.server = server
+        self._on_log = on_log
+        """Where log messages go while direct calls are in flight (taken here, in order: a message the
+        upstream logs before it answers reaches the call's host before the call ends)."""
         self.calls = 0
         """Calls served on this channel (what tests and /metrics read to see the fast path taken)."""
         self._write: Write | None = None
@@ -144,7 +150,7 @@ class DirectCalls:
 
     async def claim(self, line: bytes | bytearray) -> bool:
         """Take `line` when it answers (or reports progress on) a direct call; False leaves it to the SDK."""
-        if not self._waiting or _ID_MARK not in line:
+        if not self._waiting or (_ID_MARK not in line and _LOG_MARK not in line):
             return False
         try:
             if len(line) >= _THREAD_PARSE_BYTES:
@@ -166,6 +172,13 @@ class DirectCalls:
                 return False
             waiting.answer = message
             waiting.done.set()
+            return True
+        if method == "notifications/message" and self._on_log is not None:
+            try:
+                logged = types.LoggingMessageNotificationParams.model_validate(message.get("params"), by_name=False)
+            except ValueError:
+                return False  # the SDK's client words what is wrong with it
+            await self._on_log(logged)
             return True
         if method == "notifications/progress":
             params = message.get("params")

@@ -120,7 +120,9 @@ class Upstream:
         self._start_timeouts = 0
         """Consecutive starts that timed out: each doubles the next start's time (at most four times)."""
         self.direct = (
-            DirectCalls(name) if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer) else None
+            DirectCalls(name, self.router.log)
+            if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer)
+            else None
         )
         """tools/call without the SDK's client dispatch (stdio upstreams, `fast_path` on; `_direct.py`)."""
 
