@@ -137,6 +137,8 @@ class StdioFastPath:
         params = params if isinstance(params, dict) else {}
         if "id" not in message:
             return method == "notifications/cancelled" and self._cancel(params.get("requestId"))
+        if not _is_id(message["id"]):
+            return False  # the SDK words the error
         if self._era is None:
             self._era = "modern" if method != "initialize" and _has_envelope(params) else "legacy"
             if method == "initialize":
@@ -207,7 +209,7 @@ class StdioFastPath:
         return upstream is not None and upstream.direct is not None and upstream.direct.ready
 
     def _cancel(self, request_id: Any) -> bool:
-        scope = self._calls.get(request_id)
+        scope = self._calls.get(request_id) if _is_id(request_id) else None
         if scope is None:
             return False
         scope.cancel()
@@ -252,6 +254,10 @@ class StdioFastPath:
         elif meta.get(types.SERVER_INFO_META_KEY) is None:
             wire["_meta"] = {**meta, types.SERVER_INFO_META_KEY: stamp}
         return wire
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _has_envelope(params: dict[str, Any]) -> bool:
