@@ -240,6 +240,7 @@ async def test_the_official_client_calls_through_the_fast_path_in_both_eras(tmp_
     with anyio.fail_after(60), log.open("w") as errlog:
         params = gateway_params(config, "--log-level", "info")
         async with Client(stdio_client(params, errlog=errlog), mode=era, cache=None) as client:
+            await client.list_tools()  # a call before the upstream is up waits for it on the slow path
             result = await client.call_tool("features__request_id", {})
             echoed = await client.call_tool("features__log", {"level": "info", "text": "hi"})
     assert int(text_of(result)) >= DIRECT_IDS
