@@ -187,6 +187,9 @@ class NexusSettings(BaseModel):
     """Seconds a streamable-HTTP session may go without a request before it ends."""
     max_sessions_per_token: int | None = Field(default=128, ge=1)
     """Sessions one bearer token may hold (its oldest idle one ends first); null for no cap."""
+    fast_path: bool = True
+    """Serve the hot request (a tools/call of an upstream tool) without the SDK's dispatch where nothing
+    unusual can happen during it (server/_fastpath.py, _direct.py); off: every request takes the SDK's path."""
     tracing: bool = False
     """Wrap each request in an OpenTelemetry span (the SDK's middleware); costs ~0.1 ms a call."""
     state_dir: str | None = None

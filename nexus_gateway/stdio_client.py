@@ -29,6 +29,7 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
+from nexus_gateway._direct import DirectCalls
 from nexus_gateway._lines import LineFramer, Oversized
 from nexus_gateway._process_group import end_group, spawn
 
@@ -84,9 +85,10 @@ def _too_large_answer(server: str, line: Oversized, cap: int, pending: OrderedDi
 
 @asynccontextmanager
 async def stdio_upstream(
-    spec: StdioCommand, *, server: str, max_bytes: int, errlog: TextIO
+    spec: StdioCommand, *, server: str, max_bytes: int, errlog: TextIO, direct: DirectCalls | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """Spawn the upstream and yield (read stream, write stream) of `SessionMessage`s for `mcp.Client`."""
+    """Spawn the upstream and yield (read stream, write stream) of `SessionMessage`s for `mcp.Client`;
+    `direct`, when given, is attached to the process's pipes while they are open (`_direct.py`)."""
     process = await spawn(spec.command, spec.args, spec.env, spec.cwd, errlog)
     # No await between the spawn and the task group's shielded finally, or a cancellation would leak it.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -97,8 +99,10 @@ async def stdio_upstream(
     async def deliver(item: bytearray | Oversized) -> None:
         if isinstance(item, Oversized):
             answer = _too_large_answer(server, item, max_bytes, pending)
-            if answer is not None:
+            if answer is not None and not (direct is not None and await direct.claim_message(_wire(answer))):
                 await read_writer.send(answer)
+            return
+        if direct is not None and await direct.claim(item):
             return
         if len(item) >= _THREAD_PARSE_BYTES:
             parsed = await anyio.to_thread.run_sync(_parse, item)
@@ -119,6 +123,9 @@ async def stdio_upstream(
                         await deliver(item)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 pass
+            finally:
+                if direct is not None:
+                    direct.detach()
         await _drain(stdout)  # the session is gone: keep the pipe empty so the upstream can exit
 
     async def write_stdin(stdin: Any) -> None:
@@ -145,6 +152,14 @@ async def stdio_upstream(
         await anyio.sleep(_EXIT_POLL)  # let the reader take what the upstream wrote last
         reading.cancel()
 
+    stdin = process.stdin
+    assert stdin is not None
+
+    async def write_line(data: bytes) -> None:
+        await stdin.send(data)  # one write of the whole line: lines never interleave
+
+    if direct is not None:
+        direct.attach(write_line, pending)
     async with anyio.create_task_group() as tg:
         reading = anyio.CancelScope()
         tg.start_soon(_scoped, reading, read_stdout, process.stdout)
@@ -154,6 +169,8 @@ async def stdio_upstream(
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
+                if direct is not None:
+                    direct.detach()
                 read_stream.close()
                 write_stream.close()
                 with anyio.move_on_after(_WRITER_FLUSH):
@@ -161,6 +178,11 @@ async def stdio_upstream(
                 await end_group(process)
                 await _close(process)
             tg.cancel_scope.cancel()
+
+
+def _wire(answer: SessionMessage) -> dict[str, Any]:
+    dumped: dict[str, Any] = answer.message.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 async def _scoped(scope: anyio.CancelScope, func: Any, *args: Any) -> None:

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from nexus_gateway._deadline import CallDeadline
+from nexus_gateway._direct import DirectCalls
 from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
@@ -118,6 +119,12 @@ class Upstream:
         self._healthy_at: float | None = None
         self._start_timeouts = 0
         """Consecutive starts that timed out: each doubles the next start's time (at most four times)."""
+        self.direct = (
+            DirectCalls(name, self.router.log)
+            if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer)
+            else None
+        )
+        """tools/call without the SDK's client dispatch (stdio upstreams, `fast_path` on; `_direct.py`)."""
 
     @property
     def transport(self) -> str:
@@ -226,7 +233,7 @@ class Upstream:
                 return stdio_client(params, errlog=sys.stderr)
             command = StdioCommand(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
             cap = spec.max_result_bytes or self.settings.max_result_bytes
-            return stdio_upstream(command, server=self.name, max_bytes=cap, errlog=sys.stderr)
+            return stdio_upstream(command, server=self.name, max_bytes=cap, errlog=sys.stderr, direct=self.direct)
         assert isinstance(spec, RemoteServer)
         if spec.transport == "sse":
             return sse_client(spec.url, headers=spec.headers or None, timeout=self.start_timeout)
@@ -341,6 +348,8 @@ class Upstream:
             self.router.call(link, deadline) as call,
             self._request(f"the call to {tool!r}", timeout, deadline) as client,
         ):
+            if self.direct is not None and self.direct.ready:
+                return await self.direct.call(tool, arguments, meta, call.progressed)
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -172,7 +172,7 @@ class CallRouter:
             ),
             "elicitation_callback": self._elicitation,
             "list_roots_callback": self._roots,
-            "logging_callback": self._log,
+            "logging_callback": self.log,
         }
 
     async def _sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
@@ -220,7 +220,8 @@ class CallRouter:
         except Exception as exc:  # boundary: a host that has gone must not break the upstream's session
             logger.debug("could not tell a host that elicitation %r completed: %s", params.elicitation_id, exc)
 
-    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message of the upstream: to the hosts of the calls in flight, else to every host."""
         tag = f"{self.server}/{params.logger}" if params.logger else self.server
         tagged = params.model_copy(update={"logger": tag})
         links = {id(call.link.key): call.link for call in self._calls if call.link is not None}

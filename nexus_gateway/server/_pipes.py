@@ -19,7 +19,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -34,33 +34,48 @@ logger = logging.getLogger(__name__)
 LINE_LIMIT = 64 * 1024 * 1024
 
 
+class LineTaker(Protocol):
+    """Something that may serve input lines itself before the SDK sees them (`_fastpath.py`)."""
+
+    def attach(self, spawn: Any, write: Any) -> None: ...
+
+    def take(self, line: bytes) -> bool: ...
+
+
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(read_stream, write_stream) for `Server.run`, over the process's stdin and stdout."""
+async def stdio_streams(taker: LineTaker | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """(read_stream, write_stream) for `Server.run`, over the process's stdin and stdout; `taker` sees
+    every input line first and may answer it itself (only on pipes: the SDK's transport has no such hook)."""
     if sys.platform == "win32" or not stdio_are_pipes():
         async with stdio_server() as streams:
             yield streams
         return
-    async with stdio_pipes(LINE_LIMIT) as (reader, writer), line_streams(reader, writer) as streams:
+    async with stdio_pipes(LINE_LIMIT) as (reader, writer), line_streams(reader, writer, taker) as streams:
         yield streams
 
 
 @asynccontextmanager
-async def line_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> AsyncIterator[tuple[Any, Any]]:
+async def line_streams(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, taker: LineTaker | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """(read_stream, write_stream) for `Server.run`, one JSON-RPC message a line over `reader` and `writer`
-    (whose limit should be `LINE_LIMIT`). The read stream ends when the peer closes its end."""
+    (whose limit should be `LINE_LIMIT`). The read stream ends when the peer closes its end. `taker`, when
+    given, sees every input line first and may serve it itself."""
 
-    async def write_line(message: types.JSONRPCMessage) -> bool:
-        """Write one message; False once the host has closed its end (asyncio raises RuntimeError for a
+    async def write_bytes(data: bytes) -> bool:
+        """Write one line; False once the host has closed its end (asyncio raises RuntimeError for a
         write to a transport it has already closed, ConnectionError when the pipe breaks during one)."""
         if writer.is_closing():
             return False
         try:
-            writer.write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+            writer.write(data)  # the whole line at once: lines written by several tasks never interleave
             await writer.drain()
         except (ConnectionError, RuntimeError):
             return False
         return True
+
+    async def write_line(message: types.JSONRPCMessage) -> bool:
+        return await write_bytes(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -79,6 +94,8 @@ async def line_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
                 if not line:
                     return  # EOF: the host went away
                 if not line.strip():
+                    continue
+                if taker is not None and taker.take(line):
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -102,6 +119,8 @@ async def line_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
                     return  # the host closed its end
 
     async with anyio.create_task_group() as tg:
+        if taker is not None:
+            taker.attach(tg.start_soon, write_bytes)
         tg.start_soon(read_lines)
         tg.start_soon(write_lines)
         yield read_stream, write_stream

@@ -154,6 +154,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         max_sessions=settings.max_sessions,
         idle_timeout=settings.session_idle_timeout,
         max_per_owner=settings.max_sessions_per_token if settings.auth_tokens or settings.profiles else None,
+        quiet_json=settings.fast_path,
     )
 
     async def handle_sse(request: Request) -> Response:
@@ -179,7 +180,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
 
     async def metrics(request: Request) -> Response:
         up = {status.name: status.state is UpstreamState.HEALTHY for status in gateway.pool.statuses()}
-        text = gateway.metrics.render(up, len(gateway.catalog)) + _session_metrics(sessions)
+        text = gateway.metrics.render(up, len(gateway.catalog)) + _session_metrics(sessions) + _direct_metrics(gateway)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     routes: list[Route | Mount] = [
@@ -217,6 +218,15 @@ def _session_metrics(sessions: SessionPool) -> str:
         "# HELP nexus_http_sessions_refused_total New sessions refused because every session was busy.",
         "# TYPE nexus_http_sessions_refused_total counter",
         f"nexus_http_sessions_refused_total {sessions.refused}",
+    ]) + "\n"  # fmt: skip
+
+
+def _direct_metrics(gateway: Gateway) -> str:
+    direct = {name: upstream.direct.calls for name, upstream in gateway.pool.upstreams.items() if upstream.direct}
+    return "\n".join([
+        "# HELP nexus_direct_calls_total Upstream tool calls sent without the SDK's client dispatch (fast path).",
+        "# TYPE nexus_direct_calls_total counter",
+        *(f'nexus_direct_calls_total{{server="{name}"}} {calls}' for name, calls in sorted(direct.items())),
     ]) + "\n"  # fmt: skip
 
 

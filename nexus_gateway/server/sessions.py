@@ -23,12 +23,16 @@ import logging
 import math
 from collections import Counter
 from typing import Any
+from uuid import uuid4
 
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+
+from nexus_gateway._sdk import QuietJSONTransport
+from nexus_gateway.server._quiet import SessionQuiet
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,7 @@ class SessionPool(StreamableHTTPSessionManager):
         max_sessions: int,
         idle_timeout: float,
         max_per_owner: int | None,
+        quiet_json: bool = True,
     ) -> None:
         # The SDK's own cap stays off: admission below decides, and evicts instead of refusing.
         super().__init__(
@@ -55,6 +60,8 @@ class SessionPool(StreamableHTTPSessionManager):
             max_sessions=None,
         )
         self.limit = max_sessions
+        self.quiet_json = quiet_json
+        """Whether quiet requests are answered with JSON (else every request gets an SSE stream)."""
         self.max_per_owner = max_per_owner
         self.evicted = 0
         self.refused = 0
@@ -72,7 +79,20 @@ class SessionPool(StreamableHTTPSessionManager):
                 return self._refuse(f"all {len(own)} sessions of this token are busy")
         if len(self._server_instances) >= self.limit and not self._evict_oldest_idle(list(self._server_instances)):
             return self._refuse(f"all {self.limit} sessions are busy")
-        return super()._admit_session(requestor)
+        transport = QuietJSONTransport(
+            mcp_session_id=uuid4().hex,
+            event_store=self.event_store,
+            security_settings=self.security_settings,
+            retry_interval=self.retry_interval,
+            idle_timeout=self.session_idle_timeout,
+            quiet=SessionQuiet() if self.quiet_json else _never,
+        )  # as the SDK's `_admit_session` makes it, answering quiet requests with JSON (server/_quiet.py)
+        session_id = transport.mcp_session_id
+        assert session_id is not None
+        if requestor is not None:
+            self._session_owners[session_id] = requestor
+        self._server_instances[session_id] = transport
+        return transport
 
     def _refuse(self, why: str) -> StreamableHTTPServerTransport | None:
         """None (the SDK then answers 503), counted and logged."""
@@ -98,6 +118,10 @@ class SessionPool(StreamableHTTPSessionManager):
         self.evicted += 1
         logger.info("evicted idle HTTP session %s to make room for a new one", victim)
         return True
+
+
+def _never(message: object) -> bool:
+    return False
 
 
 def _owner(requestor: AuthorizationContext | None) -> str | None:

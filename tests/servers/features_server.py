@@ -61,6 +61,7 @@ TOOLS = [
     _tool("elicit_then_complete", url="string"),
     _tool("pid"),
     _tool("grow"),
+    _tool("request_id"),
 ]
 
 
@@ -149,6 +150,8 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         return _text(grown)
     if name == "pid":
         return _text(str(os.getpid()))
+    if name == "request_id":  # the JSON-RPC id the call came with: the gateway's fast path has ids of its own
+        return _text(str(ctx.request_id))
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"no tool {name}")], is_error=True)
 
 

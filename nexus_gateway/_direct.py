@@ -1,0 +1,229 @@
+"""tools/call on a stdio upstream without the SDK's client dispatch (the gateway's hot request).
+
+The SDK's client builds a request model, opens an OpenTelemetry span, hands the message through two
+memory streams and a serializer, and parses the answer into models again: about half of what the
+gateway spends on a proxied call. `DirectCalls` writes the request line to the upstream's stdin
+itself and takes the answer off stdout before the SDK sees it (`claim`), as JSON:
+
+    Upstream.call_tool -> DirectCalls.call -> one line on stdin       (id from a range of its own)
+    stdout line -> stdio_upstream.deliver -> DirectCalls.claim -> the waiting call
+                                           `-> anything else: the SDK's client, as before
+
+What the slow path guarantees stays: the call runs inside `Upstream._request` and the `CallRouter`
+(timeouts, health, the host link), the request carries a progress token so progress restarts the
+timeout and reaches the host, log messages taken in order while a direct call is in flight reach its
+host before its answer does, a cancelled call sends `notifications/cancelled`, an answer over
+`max_result_bytes` becomes an `isError` result (`stdio_upstream` knows the id), and what the upstream
+asks meanwhile goes through the SDK's client to the router, which knows the call's host.
+Ids are integers from `_FIRST_ID` on, so they never meet the SDK's own (counted from 0) and upstreams
+that only expect numbers are served alike.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+logger = logging.getLogger(__name__)
+
+_FIRST_ID = 9_000_000_000_000
+_ID_SPAN = 1_000_000
+_ID_MARK = str(_FIRST_ID)[:7].encode()
+"""Every direct id starts with these digits: a line without them answers no direct call."""
+_LOG_MARK = b'"notifications/message"'
+_THREAD_PARSE_BYTES = 1 << 20
+_CANCEL_WRITE_TIMEOUT = 2.0
+
+Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
+Logged = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
+Write = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass
+class _Waiting:
+    on_progress: Progressed | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+
+
+class DirectCalls:
+    """The direct tools/call channel of one stdio upstream, live while its transport is (`attach`)."""
+
+    def __init__(self, server: str, on_log: Logged | None = None) -> None:
+        self.server = server
+        self._on_log = on_log
+        """Where log messages go while direct calls are in flight (taken here, in order: a message the
+        upstream logs before it answers reaches the call's host before the call ends)."""
+        self.calls = 0
+        """Calls served on this channel (what tests and /metrics read to see the fast path taken)."""
+        self._write: Write | None = None
+        self._pending_methods: OrderedDict[Any, str] | None = None
+        self._waiting: dict[int, _Waiting] = {}
+        self._count = 0
+
+    @property
+    def ready(self) -> bool:
+        return self._write is not None
+
+    def attach(self, write: Write, pending_methods: OrderedDict[Any, str]) -> None:
+        """The transport is up: `write` sends one line to the upstream's stdin; `pending_methods` is the
+        transport's table of requests in flight (it answers an oversized result by it)."""
+        self._write = write
+        self._pending_methods = pending_methods
+
+    def detach(self) -> None:
+        """The transport is gone: every waiting call ends as the SDK's do, with CONNECTION_CLOSED."""
+        self._write = None
+        self._pending_methods = None
+        closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
+        for waiting in self._waiting.values():
+            if waiting.answer is None:
+                waiting.answer = closed
+            waiting.done.set()
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        self._count = (self._count + 1) % _ID_SPAN
+        request_id = _FIRST_ID + self._count
+        while request_id in self._waiting:
+            self._count = (self._count + 1) % _ID_SPAN
+            request_id = _FIRST_ID + self._count
+        return request_id
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None, on_progress: Progressed | None
+    ) -> dict[str, Any]:
+        """The upstream's `CallToolResult` as a wire dict; raises `MCPError` for an error answer (and
+        CONNECTION_CLOSED when the transport ends first). Cancelling it cancels the upstream's call."""
+        write, pending_methods = self._write, self._pending_methods
+        if write is None or pending_methods is None:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        request_id = self._next_id()
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        params["_meta"] = {**(meta or {}), "progressToken": request_id}
+        line = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+        waiting = self._waiting[request_id] = _Waiting(on_progress)
+        pending_methods[request_id] = "tools/call"
+        self.calls += 1
+        try:
+            await write(line + b"\n")
+            await waiting.done.wait()
+        except anyio.get_cancelled_exc_class():
+            await self._cancel(request_id)  # a write cut short may still have reached the upstream
+            raise
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
+        finally:
+            self._waiting.pop(request_id, None)
+            pending_methods.pop(request_id, None)
+        return _result_of(waiting.answer)
+
+    async def _cancel(self, request_id: int) -> None:
+        write = self._write
+        if write is None:
+            return
+        notice = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "The gateway's caller cancelled the call."},
+        }
+        shielded, bounded = anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WRITE_TIMEOUT)
+        with shielded, bounded, suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await write(json.dumps(notice, separators=(",", ":")).encode() + b"\n")
+
+    # -- what the upstream writes --------------------------------------------------------------
+
+    async def claim(self, line: bytes | bytearray) -> bool:
+        """Take `line` when it answers (or reports progress on) a direct call; False leaves it to the SDK."""
+        if not self._waiting or (_ID_MARK not in line and _LOG_MARK not in line):
+            return False
+        try:
+            if len(line) >= _THREAD_PARSE_BYTES:
+                message = await anyio.to_thread.run_sync(json.loads, line)
+            else:
+                message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict):
+            return False
+        return await self.claim_message(message)
+
+    async def claim_message(self, message: dict[str, Any]) -> bool:
+        """As `claim`, for a message already parsed (or made: the transport's answer to an oversized line)."""
+        method = message.get("method")
+        if method is None:
+            waiting = self._waiting.get(_as_id(message.get("id")))
+            if waiting is None:
+                return False
+            waiting.answer = message
+            waiting.done.set()
+            return True
+        if method == "notifications/message" and self._on_log is not None:
+            try:
+                logged = types.LoggingMessageNotificationParams.model_validate(message.get("params"), by_name=False)
+            except ValueError:
+                return False  # the SDK's client words what is wrong with it
+            await self._on_log(logged)
+            return True
+        if method == "notifications/progress":
+            params = message.get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            waiting = self._waiting.get(_as_id(token))
+            if waiting is None or not isinstance(params, dict):
+                return False
+            progress: Any = params.get("progress")
+            total: Any = params.get("total")
+            text: Any = params.get("message")
+            if waiting.on_progress is not None and _is_number(progress):
+                await waiting.on_progress(
+                    float(progress),
+                    float(total) if _is_number(total) else None,
+                    text if isinstance(text, str) else None,
+                )
+            return True
+        return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_id(value: Any) -> int:
+    """A response id as the direct table keys it (an upstream may echo it as a string)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return -1
+
+
+def _result_of(answer: dict[str, Any] | None) -> dict[str, Any]:
+    if answer is None:  # pragma: no cover - `done` is set only with an answer
+        raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+    error = answer.get("error")
+    if isinstance(error, dict):
+        code = error.get("code")
+        raise MCPError(
+            code=code if isinstance(code, int) else types.INTERNAL_ERROR,
+            message=str(error.get("message", "")),
+            data=error.get("data"),
+        )
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        raise MCPError(code=types.INTERNAL_ERROR, message="The upstream answered tools/call without a result object.")
+    return result

@@ -1,0 +1,272 @@
+"""The hot request on stdio, served without the SDK's server dispatch.
+
+A passthrough `tools/call` of an upstream tool (or a routed `call_tool` naming one) is most of
+what a gateway does. The SDK's server parses the line into models, spawns a task, builds a request
+context, runs middleware and re-validates the result on the way out: about half of the gateway's
+time per call. `StdioFastPath.take` sees each input line before the SDK does and serves the calls
+that nothing unusual can happen during; everything else goes to the SDK untouched:
+
+    line -> take: a tools/call the fast path may serve?  -> MetaTools.call_tool (validation, pins,
+                   |                                         metrics, timeouts, health, the upstream
+                   |                                         `_direct.py` channel) -> response line
+                   `-> no: the SDK's server, as before (and `take` still notes initialize and
+                       logging/setLevel, to know the host)
+
+A call takes the fast path only when the host cannot be asked for input (it declared neither
+sampling, elicitation nor roots: an upstream that asks gets the same refusal the slow path gives),
+its era is settled (the handshake done, or a valid 2026-07-28 envelope on a modern connection) with
+no modern log level, and its tool is an upstream tool on a stdio upstream whose direct channel is
+up. Progress (when the host sent a token) and log messages reach the host as notifications; a
+`notifications/cancelled` for a fast call cancels it (and so its upstream call). Results get what
+the SDK's serializer gives them on the same era: `resultType` and the `serverInfo` stamp on
+2026-07-28, neither on the handshake era.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from pydantic import BaseModel
+
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.meta import definitions
+from nexus_gateway.meta.tools import MetaTools
+from nexus_gateway.server._forward import forwarded_meta
+from nexus_gateway.server._links import OFF, log_allowed, refusal
+from nexus_gateway.upstream_callbacks import HostAnswer
+
+logger = logging.getLogger(__name__)
+
+Spawn = Callable[..., None]
+WriteLine = Callable[[bytes], Awaitable[bool]]
+
+_WATCHED = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"logging/setLevel"')
+_ASKING = ("sampling", "elicitation", "roots")
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+class _FastLink:
+    """The host side of a fast call (a `HostLink`): progress and logs as notification lines."""
+
+    def __init__(self, path: StdioFastPath, progress_token: Any, log_level: str | None) -> None:
+        self._path = path
+        self._token = progress_token
+        self._log_level = log_level
+
+    @property
+    def key(self) -> object:
+        return self._path  # one host on stdio
+
+    @property
+    def asks_host(self) -> bool:
+        return False
+
+    async def request(self, request: types.InputRequest) -> HostAnswer:
+        reason = refusal(None, request) or f"The host cannot answer {request.method}."
+        return types.ErrorData(code=types.INVALID_REQUEST, message=reason)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if log_allowed(params.level, self._log_level):
+            dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+            await self._path.notify("notifications/message", dumped)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self._token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._path.notify("notifications/progress", params)
+
+    async def elicitation_complete(self, params: types.ElicitCompleteNotificationParams) -> None:
+        dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        await self._path.notify("notifications/elicitation/complete", dumped)
+
+
+class StdioFastPath:
+    """Serves eligible tools/call lines of one stdio host; `take` is called with every input line."""
+
+    def __init__(self, gateway: Gateway, server: Server[Any]) -> None:
+        self.gateway = gateway
+        self.tools = MetaTools.of(gateway)
+        self.server = server
+        self.served = 0
+        """Calls this fast path answered (tests and /metrics read it)."""
+        self._spawn: Spawn | None = None
+        self._write: WriteLine | None = None
+        self._era: str | None = None
+        """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
+        self._asks_host = True
+        self._log_level: str | None = None
+        self._calls: dict[Any, anyio.CancelScope] = {}
+
+    def attach(self, spawn: Spawn, write: WriteLine) -> None:
+        """The transport is serving: `spawn(fn, *args)` runs a task, `write(line)` writes one line."""
+        self._spawn, self._write = spawn, write
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        if self._write is not None:
+            await self._write(_dumps({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    # -- lines ---------------------------------------------------------------------------------
+
+    def take(self, line: bytes) -> bool:
+        """Serve `line` here (True), or leave it to the SDK (False) after noting what it tells of the host."""
+        if self._spawn is None or not any(mark in line for mark in _WATCHED):
+            self._settle_era(line)
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or not isinstance(method := message.get("method"), str):
+            return False
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if "id" not in message:
+            return method == "notifications/cancelled" and self._cancel(params.get("requestId"))
+        if not _is_id(message["id"]):
+            return False  # the SDK words the error
+        if self._era is None:
+            self._era = "modern" if method != "initialize" and _has_envelope(params) else "legacy"
+            if method == "initialize":
+                self._asks_host = _asks(params.get("capabilities"))
+            return False
+        if method == "logging/setLevel" and self._era == "legacy":
+            level = params.get("level")
+            self._log_level = level if isinstance(level, str) else None
+            return False
+        if method != "tools/call" or message["id"] in self._calls:
+            return False
+        served = self._eligible(params)
+        if served is None:
+            return False
+        log_level, progress_token = served
+        assert self._spawn is not None
+        scope = self._calls[message["id"]] = anyio.CancelScope()
+        self._spawn(self._serve, message["id"], params, scope, _FastLink(self, progress_token, log_level))
+        return True
+
+    def _settle_era(self, line: bytes) -> None:
+        if self._era is None and b'"method"' in line and b'"id"' in line:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                return
+            if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+                params = message.get("params")
+                self._era = "modern" if isinstance(params, dict) and _has_envelope(params) else "legacy"
+
+    def _eligible(self, params: dict[str, Any]) -> tuple[str | None, Any] | None:
+        """(log level, host progress token) when the fast path may serve a tools/call with `params`."""
+        meta = params.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        if self._era == "legacy":
+            if self._asks_host or _has_envelope(params):
+                return None
+            log_level = self._log_level
+        else:
+            route = classify_inbound_request({"method": "tools/call", "params": params})
+            if isinstance(route, InboundLadderRejection) or _asks(route.client_capabilities):
+                return None
+            if meta.get(types.LOG_LEVEL_META_KEY, OFF) != OFF:
+                return None
+            log_level = OFF
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None
+        if not self._upstream_tool_is_direct(name, arguments or {}):
+            return None
+        token = meta.get("progressToken")
+        if token is not None and (not isinstance(token, str | int) or isinstance(token, bool)):
+            return None
+        return log_level, token
+
+    def _upstream_tool_is_direct(self, name: str, arguments: dict[str, Any]) -> bool:
+        gateway = self.gateway
+        if gateway.mode == "passthrough":
+            target: Any = name
+        elif name == definitions.CALL_TOOL and isinstance(arguments.get("arguments") or {}, dict):
+            target = arguments.get("name")
+        else:
+            return False
+        record = gateway.catalog.get(target) if isinstance(target, str) else None
+        if record is None:
+            return False  # unknown or quarantined: the slow path words the error
+        upstream = gateway.pool.get(record.server)
+        return upstream is not None and upstream.direct is not None and upstream.direct.ready
+
+    def _cancel(self, request_id: Any) -> bool:
+        scope = self._calls.get(request_id) if _is_id(request_id) else None
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def _serve(self, request_id: Any, params: dict[str, Any], scope: anyio.CancelScope, link: _FastLink) -> None:
+        try:
+            with scope:
+                await self.gateway.wait_ready()
+                meta = forwarded_meta(params.get("_meta"))
+                result = await self.tools.call_tool(params["name"], params.get("arguments"), link=link, meta=meta)
+                self.served += 1
+                answer = self._wire_result(result)
+            if scope.cancelled_caught:
+                return  # the host cancelled it: a cancelled request is never answered
+        except Exception as exc:  # boundary: the host gets an error answer, the gateway keeps serving
+            logger.exception("a fast-path call failed")
+            error = {"code": types.INTERNAL_ERROR, "message": f"The call failed: {exc}"}
+            if self._write is not None:
+                await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
+            return
+        finally:
+            self._calls.pop(request_id, None)
+        if self._write is not None:
+            await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "result": answer}))
+
+    def _wire_result(self, result: Any) -> dict[str, Any]:
+        if isinstance(result, BaseModel):
+            wire: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        else:
+            wire = dict(result)
+        if self._era == "legacy":
+            wire.pop("resultType", None)
+            return wire
+        wire.setdefault("resultType", "complete")
+        stamp = self.server.server_info_stamp
+        meta = wire.get("_meta")
+        if not isinstance(meta, dict):
+            wire["_meta"] = {types.SERVER_INFO_META_KEY: stamp}
+        elif meta.get(types.SERVER_INFO_META_KEY) is None:
+            wire["_meta"] = {**meta, types.SERVER_INFO_META_KEY: stamp}
+        return wire
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def _has_envelope(params: dict[str, Any]) -> bool:
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and types.PROTOCOL_VERSION_META_KEY in meta
+
+
+def _asks(capabilities: Any) -> bool:
+    """Whether a host with these capabilities (a dict or the SDK's model) may be asked for input."""
+    if isinstance(capabilities, BaseModel):
+        return any(getattr(capabilities, key, None) is not None for key in _ASKING)
+    return not isinstance(capabilities, dict) or any(capabilities.get(key) is not None for key in _ASKING)
