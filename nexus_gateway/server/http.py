@@ -29,7 +29,8 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nexus_gateway.config import NexusSettings
-from nexus_gateway.dashboard import BrowserLogin, GatewaySource, dashboard_app
+from nexus_gateway.dashboard.auth import BrowserLogin
+from nexus_gateway.dashboard.source import GatewaySource
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._bodies import AnswerInvalidBodies
@@ -140,6 +141,12 @@ class _AlreadySent(Response):
         return None
 
 
+def _dashboard(gateway: Gateway, login: BrowserLogin) -> ASGIApp:
+    from nexus_gateway.dashboard.pages import dashboard_app  # jinja2 loads with the HTTP front only
+
+    return dashboard_app(GatewaySource(gateway, ClientRegistry.of(gateway).rows), login)
+
+
 def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette:
     """The HTTP front; a request naming no profile (by token or `/p/NAME/`) is served under `profile`."""
     settings = gateway.settings
@@ -191,7 +198,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         Mount("/messages/", app=sse.handle_post_message),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),
-        Mount("/ui", app=dashboard_app(GatewaySource(gateway, ClientRegistry.of(gateway).rows), login)),
+        Mount("/ui", app=_dashboard(gateway, login)),
     ]
     routes += control_routes(gateway)
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
