@@ -46,8 +46,11 @@ class ServerChanges:
         return bool(self.added or self.removed or self.restarted)
 
     def summary(self) -> str:
-        parts = [f"{sign}{', '.join(names)}" for sign, names in (("+", self.added), ("-", self.removed),
-                 ("~", self.restarted)) if names]  # fmt: skip
+        parts = [
+            f"{sign}{', '.join(names)}"
+            for sign, names in (("+", self.added), ("-", self.removed), ("~", self.restarted))
+            if names
+        ]
         return " ".join(parts) or "no server changed"
 
 

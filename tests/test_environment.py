@@ -79,15 +79,21 @@ async def test_a_vs_code_file_with_inputs_env_file_and_workspace_folder_reaches_
                         "command": sys.executable,
                         "args": [NAMED, "--tool", "env", "--label", "${workspaceFolderBasename}"],
                         "envFile": "${workspaceFolder}/.env",
-                        "env": {"FROM_BOTH": "env", "KEY": "${input:api-key}", "USER_HOME": "${userHome}",
-                                "FROM_ENV": "${env:SOME_VAR}", "UNSET": "[${env:NOT_SET_ANYWHERE}]", "PORT": 8080},
+                        "env": {
+                            "FROM_BOTH": "env",
+                            "KEY": "${input:api-key}",
+                            "USER_HOME": "${userHome}",
+                            "FROM_ENV": "${env:SOME_VAR}",
+                            "UNSET": "[${env:NOT_SET_ANYWHERE}]",
+                            "PORT": 8080,
+                        },
                         "cwd": "sub",
                     }
                 },
                 "nexus": {"workspace_folder": "..", "state_dir": str(tmp_path / "state"), "mode": "passthrough"},
             }
         )
-    )  # fmt: skip
+    )
     monkeypatch.setenv("NEXUS_INPUT_API_KEY", "k-123")
     monkeypatch.setenv("SOME_VAR", "from the environment")
     wanted = ["FROM_FILE", "FROM_BOTH", "QUOTED", "KEY", "USER_HOME", "FROM_ENV", "UNSET", "PORT"]

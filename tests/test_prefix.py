@@ -22,9 +22,11 @@ NAMED = str(ROOT / "tests" / "servers" / "named_server.py")
 
 def named(label: str, *, tools: tuple[str, ...] = (), prompts: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
     args = [NAMED, "--label", label]
-    for flag, values in (("--tool", tools), ("--prompt", prompts), *(
-        (f"--{kind}", extra.pop(kind, ())) for kind in ("resource", "template")
-    )):  # fmt: skip
+    for flag, values in (
+        ("--tool", tools),
+        ("--prompt", prompts),
+        *((f"--{kind}", extra.pop(kind, ())) for kind in ("resource", "template")),
+    ):
         for value in values:
             args += [flag, value]
     return {"command": sys.executable, "args": args, **extra}
@@ -59,9 +61,12 @@ async def test_tools_whose_names_collided_under_underscores_are_two_tools_each_r
 @pytest.mark.parametrize("era", ["legacy", "auto"])
 async def test_an_empty_prefix_makes_the_gateway_look_exactly_like_its_one_server(tmp_path: Path, era: str):
     entry = named(
-        "solo", tools=("deploy", "search_tools", "run"), prompts=("greet me",), resource=("Resource 1",),
+        "solo",
+        tools=("deploy", "search_tools", "run"),
+        prompts=("greet me",),
+        resource=("Resource 1",),
         template=("items",),
-    )  # fmt: skip
+    )
     params = StdioServerParameters(command=entry["command"], args=entry["args"])
     with anyio.fail_after(30):
         async with Client(stdio_client(params), mode=era) as direct:  # type: ignore[arg-type]

@@ -86,8 +86,13 @@ async def test_run_reads_a_file_by_its_absolute_path_with_the_npm_filesystem_ser
 
 def _repository(path: Path, commits: int) -> Path:
     """A git repository at `path` with empty commits `change 1` .. `change N`."""
-    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "A",
-           "GIT_COMMITTER_EMAIL": "a@example.com", "PATH": os.environ.get("PATH", "")}  # fmt: skip
+    env = {
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.com",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.com",
+        "PATH": os.environ.get("PATH", ""),
+    }
     subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
     for n in range(1, commits + 1):
         subprocess.run(

@@ -98,8 +98,11 @@ async def test_an_edited_config_adds_removes_and_restarts_servers_and_leaves_the
             assert {"keep__echo", "change__echo", "drop__echo"} <= await names(client)
             kept, changed = await pid(client, "keep"), await pid(client, "change")
             async with hearing_tool_changes(client, era, heard):
-                servers = {"keep": faulty("--name", "keep"), "change": faulty("--name", "change", env={"EDITED": "1"}),
-                           "new": faulty("--name", "new")}  # fmt: skip
+                servers = {
+                    "keep": faulty("--name", "keep"),
+                    "change": faulty("--name", "change", env={"EDITED": "1"}),
+                    "new": faulty("--name", "new"),
+                }
                 write_atomically(config, config_text(config.parent, servers))
                 await heard.wait()
             while not ({"keep__echo", "change__echo", "new__echo"} <= (now := await names(client))) or any(

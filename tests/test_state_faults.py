@@ -121,8 +121,16 @@ async def test_a_corrupt_index_is_moved_aside_and_rebuilt(tmp_path: Path, how: s
     ]
 
 
-_SOUND_CALIBRATION = {"tau": 0.2, "target_precision": 0.98, "precision": 0.99, "coverage": 0.3, "n_cases": 10,
-                      "embedder": "hashing", "size": 50, "fusion": "linear"}  # fmt: skip
+_SOUND_CALIBRATION = {
+    "tau": 0.2,
+    "target_precision": 0.98,
+    "precision": 0.99,
+    "coverage": 0.3,
+    "n_cases": 10,
+    "embedder": "hashing",
+    "size": 50,
+    "fusion": "linear",
+}
 
 
 @pytest.mark.parametrize(

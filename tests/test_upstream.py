@@ -86,9 +86,13 @@ async def test_no_child_process_is_left_after_shutdown(tmp_path: Path):
 
 @pytest.mark.parametrize(
     ("method", "era"),
-    [("resources/templates/list", "legacy"), ("resources/templates/list", "auto"), ("resources/list", "auto"),
-     ("prompts/list", "legacy")],
-)  # fmt: skip
+    [
+        ("resources/templates/list", "legacy"),
+        ("resources/templates/list", "auto"),
+        ("resources/list", "auto"),
+        ("prompts/list", "legacy"),
+    ],
+)
 async def test_an_optional_list_answering_method_not_found_leaves_the_upstream_healthy_with_its_tools(
     tmp_path: Path, method: str, era: str, caplog: pytest.LogCaptureFixture
 ):

@@ -95,10 +95,18 @@ def _add_reranking(
 
         reranked, lines = anyio.run(
             lambda: evaluate_reranking(
-                pool, loaded, sizes, embedder, settings, seed=seed, method=report["fusion"], tau=report["tau"],
-                k=k, progress=advance,
+                pool,
+                loaded,
+                sizes,
+                embedder,
+                settings,
+                seed=seed,
+                method=report["fusion"],
+                tau=report["tau"],
+                k=k,
+                progress=advance,
             )
-        )  # fmt: skip
+        )
     for size, row in reranked.items():
         report["sizes"][size]["rerank"] = row
     if details:

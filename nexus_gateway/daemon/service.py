@@ -61,8 +61,10 @@ def refuse_second(files: DaemonFiles, exc: DaemonRunning) -> DaemonRunning:
     info = files.read_info()
     if info is None:
         return exc
-    return DaemonRunning(f"a daemon already runs for {files.folder} (pid {info.pid}, {info.url}); stop it with "
-                         "`nexus-gateway daemon stop`")  # fmt: skip
+    return DaemonRunning(
+        f"a daemon already runs for {files.folder} (pid {info.pid}, {info.url}); stop it with "
+        "`nexus-gateway daemon stop`"
+    )
 
 
 class Daemon:
@@ -90,8 +92,9 @@ class Daemon:
                 controls = {preamble.STATUS: self._status, preamble.STOP: self._stop_soon}
                 self._front = UnixFront(gateway, files.socket, controls=controls)
                 await tg.start(self._front.serve)
-                host, port = await tg.start(lambda task_status: serve_http(
-                    gateway, host=HOST, port=self.port, task_status=task_status))  # fmt: skip
+                host, port = await tg.start(
+                    lambda task_status: serve_http(gateway, host=HOST, port=self.port, task_status=task_status)
+                )
                 self._info = DaemonInfo(
                     pid=os.getpid(),
                     url=f"http://{host}:{port}",

@@ -77,8 +77,15 @@ PLAIN = PromptLayout(
     turn="Earlier request: {user}\nArguments: {model}\n",
 )
 
-_FAMILIES = {"gemma": GEMMA, "gemma2": GEMMA, "gemma3": GEMMA, "qwen2": CHATML, "qwen2moe": CHATML,
-             "qwen3": CHATML, "qwen3moe": CHATML}  # fmt: skip
+_FAMILIES = {
+    "gemma": GEMMA,
+    "gemma2": GEMMA,
+    "gemma3": GEMMA,
+    "qwen2": CHATML,
+    "qwen2moe": CHATML,
+    "qwen3": CHATML,
+    "qwen3moe": CHATML,
+}
 """Layouts by GGUF `general.architecture`."""
 
 

@@ -49,25 +49,38 @@ class Outcome:
         """The gold parameters missing from the arguments, or present with no acceptable value."""
         expected, actual = self.case.arguments or {}, self.generated.arguments or {}
         return [
-            name for name, acceptable in expected.items()
+            name
+            for name, acceptable in expected.items()
             if (name not in actual and "" not in acceptable)
             or (name in actual and not value_matches(acceptable, actual[name]))
-        ]  # fmt: skip
+        ]
 
     def detail(self) -> dict[str, Any]:
         """One line of `--details`: the case, what was generated, and the verdict."""
         generated = self.generated
         return {
-            "id": self.case.id, "request": self.case.query, "tool": self.case.tool, "routed": self.routed,
-            "gold": self.case.arguments, "generated": generated.arguments, "text": generated.text,
+            "id": self.case.id,
+            "request": self.case.query,
+            "tool": self.case.tool,
+            "routed": self.routed,
+            "gold": self.case.arguments,
+            "generated": generated.arguments,
+            "text": generated.text,
             "verdict": {
-                "json_valid": generated.json_valid, "schema_valid": generated.schema_valid,
-                "tool_ok": self.tool_ok, "args_ok": self.args_ok, "wrong": self.wrong(),
+                "json_valid": generated.json_valid,
+                "schema_valid": generated.schema_valid,
+                "tool_ok": self.tool_ok,
+                "args_ok": self.args_ok,
+                "wrong": self.wrong(),
             },
-            "problems": list(generated.problems), "dropped": list(generated.dropped),
-            "ungrounded": list(generated.ungrounded), "closed_early": generated.closed_early,
-            "ttft_ms": generated.ttft_ms, "total_ms": generated.total_ms, "tokens": generated.n_tokens,
-        }  # fmt: skip
+            "problems": list(generated.problems),
+            "dropped": list(generated.dropped),
+            "ungrounded": list(generated.ungrounded),
+            "closed_early": generated.closed_early,
+            "ttft_ms": generated.ttft_ms,
+            "total_ms": generated.total_ms,
+            "tokens": generated.n_tokens,
+        }
 
 
 def write_details(outcomes: Sequence[Outcome], path: Path) -> None:

@@ -19,10 +19,19 @@ from typing import Any
 
 import mcp_types as types
 
-_LISTS = frozenset({
-    "ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list", "completion/complete",
-    "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-})  # fmt: skip
+_LISTS = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "completion/complete",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
 _CALLS = frozenset({"tools/call", "resources/read", "prompts/get"})
 _ASKING = ("sampling", "elicitation", "roots")
 

@@ -27,15 +27,17 @@ def server_rows(gateway: Gateway) -> list[dict[str, Any]]:
     rows = []
     for name, spec in gateway.config.servers.items():
         status = statuses.get(name)
-        rows.append({
-            "name": name,
-            "enabled": not spec.disabled and name not in gateway.switches.disabled,
-            "disabled_in": "config" if spec.disabled else "runtime" if name in gateway.switches.disabled else None,
-            "state": status.state.value if status else "stopped",
-            "tools": status.tools if status else 0,
-            "restarts": status.restarts if status else 0,
-            "last_error": status.last_error if status else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "enabled": not spec.disabled and name not in gateway.switches.disabled,
+                "disabled_in": "config" if spec.disabled else "runtime" if name in gateway.switches.disabled else None,
+                "state": status.state.value if status else "stopped",
+                "tools": status.tools if status else 0,
+                "restarts": status.restarts if status else 0,
+                "last_error": status.last_error if status else None,
+            }
+        )
     return rows
 
 

@@ -215,26 +215,36 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
 
 
 def _session_metrics(sessions: SessionPool) -> str:
-    return "\n".join([
-        "# HELP nexus_http_sessions Open streamable-HTTP sessions.",
-        "# TYPE nexus_http_sessions gauge",
-        f"nexus_http_sessions {sessions.open_sessions}",
-        "# HELP nexus_http_sessions_evicted_total Idle sessions ended to make room for a new client.",
-        "# TYPE nexus_http_sessions_evicted_total counter",
-        f"nexus_http_sessions_evicted_total {sessions.evicted}",
-        "# HELP nexus_http_sessions_refused_total New sessions refused because every session was busy.",
-        "# TYPE nexus_http_sessions_refused_total counter",
-        f"nexus_http_sessions_refused_total {sessions.refused}",
-    ]) + "\n"  # fmt: skip
+    return (
+        "\n".join(
+            [
+                "# HELP nexus_http_sessions Open streamable-HTTP sessions.",
+                "# TYPE nexus_http_sessions gauge",
+                f"nexus_http_sessions {sessions.open_sessions}",
+                "# HELP nexus_http_sessions_evicted_total Idle sessions ended to make room for a new client.",
+                "# TYPE nexus_http_sessions_evicted_total counter",
+                f"nexus_http_sessions_evicted_total {sessions.evicted}",
+                "# HELP nexus_http_sessions_refused_total New sessions refused because every session was busy.",
+                "# TYPE nexus_http_sessions_refused_total counter",
+                f"nexus_http_sessions_refused_total {sessions.refused}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def _direct_metrics(gateway: Gateway) -> str:
     direct = {name: upstream.direct.calls for name, upstream in gateway.pool.upstreams.items() if upstream.direct}
-    return "\n".join([
-        "# HELP nexus_direct_calls_total Upstream tool calls sent without the SDK's client dispatch (fast path).",
-        "# TYPE nexus_direct_calls_total counter",
-        *(f'nexus_direct_calls_total{{server="{name}"}} {calls}' for name, calls in sorted(direct.items())),
-    ]) + "\n"  # fmt: skip
+    return (
+        "\n".join(
+            [
+                "# HELP nexus_direct_calls_total Upstream tool calls sent without the SDK's client (fast path).",
+                "# TYPE nexus_direct_calls_total counter",
+                *(f'nexus_direct_calls_total{{server="{name}"}} {calls}' for name, calls in sorted(direct.items())),
+            ]
+        )
+        + "\n"
+    )
 
 
 async def serve_http(

@@ -14,8 +14,20 @@ TOOLS = [
 
 
 def compile_cli(tools: Path, compiled: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "nexus_gateway", "compile", "--tools", str(tools), "--compiled", str(compiled),
-               "--n-ctx", "512", "--threads", "1"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "nexus_gateway",
+        "compile",
+        "--tools",
+        str(tools),
+        "--compiled",
+        str(compiled),
+        "--n-ctx",
+        "512",
+        "--threads",
+        "1",
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

@@ -6,18 +6,31 @@ from pathlib import Path
 from tests.conftest import cli, write_labelled_set
 
 TOOLS = [
-    {"name": "get_weather", "description": "Current weather for a city.",
-     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
-    {"name": "send_email", "description": "Send an email to one recipient.",
-     "inputSchema": {"type": "object", "required": ["to", "subject"],
-                     "properties": {"to": {"type": "string"}, "subject": {"type": "string"}}}},
-]  # fmt: skip
+    {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+    {
+        "name": "send_email",
+        "description": "Send an email to one recipient.",
+        "inputSchema": {
+            "type": "object",
+            "required": ["to", "subject"],
+            "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
+        },
+    },
+]
 CASES = [
     {"id": "w1", "query": "What is the weather in Paris?", "tool": "get_weather", "arguments": {"city": ["Paris"]}},
     {"id": "w2", "query": "Weather in Lima please", "tool": "get_weather", "arguments": {"city": ["Lima"]}},
-    {"id": "e1", "query": "Email bob@example.com about lunch", "tool": "send_email",
-     "arguments": {"to": ["bob@example.com"], "subject": ["lunch", "Lunch"]}},
-]  # fmt: skip
+    {
+        "id": "e1",
+        "query": "Email bob@example.com about lunch",
+        "tool": "send_email",
+        "arguments": {"to": ["bob@example.com"], "subject": ["lunch", "Lunch"]},
+    },
+]
 KEYS = {"n_cases", "json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end", "ttft_ms_p50", "total_ms_p50"}
 
 
@@ -25,9 +38,21 @@ def test_eval_arguments_writes_the_documented_report_and_every_case_in_details(t
     (tools, cases), out = write_labelled_set(tmp_path, TOOLS, CASES), tmp_path / "report.json"
     details = tmp_path / "details.jsonl"
     result = cli(
-        "eval", "arguments", "--tools", str(tools), "--cases", str(cases),
-        "--mode", "signature", "--route", "--json", str(out), "--details", str(details), timeout=600,
-    )  # fmt: skip
+        "eval",
+        "arguments",
+        "--tools",
+        str(tools),
+        "--cases",
+        str(cases),
+        "--mode",
+        "signature",
+        "--route",
+        "--json",
+        str(out),
+        "--details",
+        str(details),
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(out.read_text())
     assert set(report) >= KEYS and report["n_cases"] == 3 and report["mode"] == "signature"

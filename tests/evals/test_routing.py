@@ -6,11 +6,26 @@ from pathlib import Path
 from tests.conftest import cli, write_labelled_set
 
 TOOLS = [
-    {"name": f"tool.{topic}", "description": f"Everything about {topic}: look up, list and update {topic}.",
-     "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
-    for topic in ("weather", "calendar", "invoices", "recipes", "flights", "hotels", "music", "movies", "stocks",
-                  "books", "emails", "contacts")
-]  # fmt: skip
+    {
+        "name": f"tool.{topic}",
+        "description": f"Everything about {topic}: look up, list and update {topic}.",
+        "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+    }
+    for topic in (
+        "weather",
+        "calendar",
+        "invoices",
+        "recipes",
+        "flights",
+        "hotels",
+        "music",
+        "movies",
+        "stocks",
+        "books",
+        "emails",
+        "contacts",
+    )
+]
 CASES = [
     {"id": f"c{i}", "query": f"please update my {topic} for next week", "tool": f"tool.{topic}"}
     for i, topic in enumerate(("weather", "calendar", "invoices", "recipes", "flights", "music"))
@@ -20,9 +35,20 @@ CASES = [
 def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path):
     (tools, cases), out = write_labelled_set(tmp_path, TOOLS, CASES), tmp_path / "report.json"
     result = cli(
-        "eval", "routing", "--tools", str(tools), "--cases", str(cases),
-        "--sizes", "5,12", "--embedder", "hashing", "--json", str(out), timeout=120,
-    )  # fmt: skip
+        "eval",
+        "routing",
+        "--tools",
+        str(tools),
+        "--cases",
+        str(cases),
+        "--sizes",
+        "5,12",
+        "--embedder",
+        "hashing",
+        "--json",
+        str(out),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
     assert report["n_cases"] == 6 and set(report["sizes"]) == {"5", "12"}
@@ -38,9 +64,18 @@ def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
     tools.write_text(json.dumps(TOOLS))
     cases.write_text(json.dumps({"id": "x", "query": "q", "tool": "tool.nope"}))
     result = cli(
-        "eval", "routing", "--tools", str(tools), "--cases", str(cases),
-        "--sizes", "5", "--embedder", "hashing", timeout=120,
-    )  # fmt: skip
+        "eval",
+        "routing",
+        "--tools",
+        str(tools),
+        "--cases",
+        str(cases),
+        "--sizes",
+        "5",
+        "--embedder",
+        "hashing",
+        timeout=120,
+    )
     assert result.returncode == 2 and "missing from the tool set" in result.stderr
 
 
@@ -50,9 +85,27 @@ def test_eval_routing_rerank_has_the_local_model_choose_below_the_gate(tmp_path:
     (tools, cases), out = write_labelled_set(tmp_path, TOOLS, chosen), tmp_path / "report.json"
     details = tmp_path / "reranked.jsonl"
     result = cli(
-        "eval", "routing", "--tools", str(tools), "--cases", str(cases), "--sizes", "12", "--embedder", "hashing",
-        "--tau", "1e9", "--rerank", "--rerank-k", "3", "--json", str(out), "--details", str(details), timeout=600,
-    )  # fmt: skip
+        "eval",
+        "routing",
+        "--tools",
+        str(tools),
+        "--cases",
+        str(cases),
+        "--sizes",
+        "12",
+        "--embedder",
+        "hashing",
+        "--tau",
+        "1e9",
+        "--rerank",
+        "--rerank-k",
+        "3",
+        "--json",
+        str(out),
+        "--details",
+        str(details),
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     reranked = json.loads(out.read_text())["sizes"]["12"]["rerank"]
     assert reranked["reranked"] == 2 and reranked["rerank_k"] == 3 and reranked["rerank_ms_p50"] > 0, reranked

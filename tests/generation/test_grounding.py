@@ -70,8 +70,13 @@ def test_a_string_with_its_own_constraint_or_asking_for_an_offset_is_left_alone(
 
 def test_optional_arguments_the_request_never_gave_are_the_ones_dropped():
     request = "convert 15:00 from London to Tokyo, add a note: lunch"
-    arguments = {"source_timezone": "Europe/London", "time": "15:00", "target_timezone": "Asia/Tokyo",
-                 "note": "lunch", "verbose": True}  # fmt: skip
+    arguments = {
+        "source_timezone": "Europe/London",
+        "time": "15:00",
+        "target_timezone": "Asia/Tokyo",
+        "note": "lunch",
+        "verbose": True,
+    }
     assert invented_optional(request, CONVERT, arguments) == []
     assert invented_optional(request, CONVERT, {**arguments, "note": "2023-01-01T10:00:00Z"}) == ["note"]
     assert invented_optional("convert it", CONVERT, {"time": "12:00"}) == []  # required ones are never dropped

@@ -42,8 +42,12 @@ def test_a_reply_is_one_of_the_replies_even_when_names_start_alike(gen_runtime: 
     gen_runtime.reset()
     replies = ("calc", "calculator", "calculator_pro", NONE)
     for query in ("What is 2 + 2?", "Use the calculator", "hello"):
-        how = Choosing(instruction="Choose a tool name.", options="calc\ncalculator\ncalculator_pro\n",
-                       query=query, replies=replies)  # fmt: skip
+        how = Choosing(
+            instruction="Choose a tool name.",
+            options="calc\ncalculator\ncalculator_pro\n",
+            query=query,
+            replies=replies,
+        )
         assert choose(gen_runtime, how).text in replies
 
 

@@ -29,8 +29,13 @@ def test_hybrid_retriever_finds_tools_by_meaning_and_by_words(tmp_path: Path):
 def test_a_calibration_from_another_embedder_routes_nothing_automatically():
     calibration = Calibration(0.1, 0.98, 1.0, 0.5, 10, "some-other-model", 250)
     assert HybridRetriever(make_embedder("hashing"), calibration=calibration).tau == float("inf")
-    assert HybridRetriever(make_embedder("hashing"), calibration=calibration.__class__(
-        **{**calibration.__dict__, "embedder": make_embedder("hashing").name})).tau == 0.1  # fmt: skip
+    assert (
+        HybridRetriever(
+            make_embedder("hashing"),
+            calibration=calibration.__class__(**{**calibration.__dict__, "embedder": make_embedder("hashing").name}),
+        ).tau
+        == 0.1
+    )
 
 
 def test_bm25_spec_builds_the_lexical_retriever(tmp_path: Path):

@@ -181,8 +181,10 @@ async def test_progress_on_the_fast_path_reaches_the_host_with_its_own_token(tmp
     progress = [m["params"] for m in host.seen if m.get("method") == "notifications/progress"]
     assert answer["result"]["content"][0]["text"] == "done"
     assert [(p["progressToken"], p["progress"], p["total"], p["message"]) for p in progress] == [
-        ("mine", 1.0, 3.0, "step 1"), ("mine", 2.0, 3.0, "step 2"), ("mine", 3.0, 3.0, "step 3"),
-    ]  # fmt: skip
+        ("mine", 1.0, 3.0, "step 1"),
+        ("mine", 2.0, 3.0, "step 2"),
+        ("mine", 3.0, 3.0, "step 3"),
+    ]
     assert served(log) == (1, 1)
 
 

@@ -33,9 +33,12 @@ from tests.conftest import start_gateway_http, write_config
 
 EXAMPLES = int(os.environ.get("NEXUS_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100, phases=[Phase.explicit, Phase.generate],
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=EXAMPLES <= 100,
+    phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)  # fmt: skip
+)
 WAIT = 15.0
 """Seconds the gateway may take to answer a ping (the machine may be busy)."""
 GRACE = 5.0
@@ -55,26 +58,41 @@ _json = st.recursive(
     max_leaves=12,
 )
 _methods = st.one_of(
-    st.sampled_from([
-        "ping", "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
-        "prompts/list", "prompts/get", "initialize", "logging/setLevel", "completion/complete",
-        "notifications/initialized", "notifications/cancelled", "server/discover",
-    ]),
+    st.sampled_from(
+        [
+            "ping",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/read",
+            "resources/templates/list",
+            "prompts/list",
+            "prompts/get",
+            "initialize",
+            "logging/setLevel",
+            "completion/complete",
+            "notifications/initialized",
+            "notifications/cancelled",
+            "server/discover",
+        ]
+    ),
     _text,
     _scalar,
-)  # fmt: skip
+)
 _meta_tools = st.sampled_from(["search_tools", "call_tool", "describe_tool", "run", "echo__echo", "no__such"])
 _meta_arguments = st.one_of(
     _json,
     st.fixed_dictionaries(
         {},
         optional={
-            "query": _json, "k": _json, "name": st.one_of(st.sampled_from(["echo__echo", "run", ""]), _json),
+            "query": _json,
+            "k": _json,
+            "name": st.one_of(st.sampled_from(["echo__echo", "run", ""]), _json),
             "arguments": st.one_of(st.fixed_dictionaries({}, optional={"text": _json, "repeat": _json}), _json),
             "request": _json,
         },
     ),
-)  # fmt: skip
+)
 _bad_ids = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False), st.lists(st.integers(), max_size=2))
 
 
@@ -194,8 +212,10 @@ class StdioGateway:
     def __init__(self, config: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.garbage: list[bytes] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -283,8 +303,11 @@ def http_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGatew
     with httpx.Client(timeout=WAIT, headers={"Accept": "application/json, text/event-stream"}) as http:
         opened = http.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE})
         session = opened.headers["mcp-session-id"]
-        http.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                  headers={"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})  # fmt: skip
+        http.post(
+            f"{url}/mcp",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"},
+        )
         yield HttpGateway(url, http, session)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=15)
@@ -316,8 +339,9 @@ def test_every_http_request_with_an_id_gets_exactly_one_reply(http_gateway: Http
         headers |= {"mcp-session-id": http_gateway.session, "mcp-protocol-version": "2025-06-18"}
     else:
         headers["mcp-protocol-version"] = MODERN
-    response = http_gateway.http.post(f"{http_gateway.url}/mcp", content=line.encode("utf-8", "replace"),
-                                      headers=headers)  # fmt: skip
+    response = http_gateway.http.post(
+        f"{http_gateway.url}/mcp", content=line.encode("utf-8", "replace"), headers=headers
+    )
     assert response.status_code < 500, f"{response.status_code} for {line!r:.300}: {response.text[:300]}"
     replies = http_replies(response)
     assert all(is_jsonrpc(reply) for reply in replies), f"not JSON-RPC: {response.text[:300]}"

@@ -28,8 +28,11 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     servers: dict = {"local": faulty()}
     for transport, name in (("streamable-http", "web"), ("sse", "stream")):
         port = free_port()
-        upstreams.append(subprocess.Popen([sys.executable, FAULTY, "--transport", transport, "--port", str(port)],
-                                          stderr=subprocess.DEVNULL))  # fmt: skip
+        upstreams.append(
+            subprocess.Popen(
+                [sys.executable, FAULTY, "--transport", transport, "--port", str(port)], stderr=subprocess.DEVNULL
+            )
+        )
         wait_for_port(port)
         path = "mcp" if transport == "streamable-http" else "sse"
         servers[name] = {"type": "http" if path == "mcp" else "sse", "url": f"http://127.0.0.1:{port}/{path}"}
@@ -127,8 +130,9 @@ def test_rejected_sse_get_gets_one_clean_response_and_no_traceback(tmp_path: Pat
 def test_an_invalid_request_over_http_is_answered_with_its_own_id(gateway_url: str):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
-    opened = httpx.post(f"{gateway_url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-                        headers=headers)  # fmt: skip
+    opened = httpx.post(
+        f"{gateway_url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers
+    )
     legacy = headers | {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
     modern = headers | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     for era, request_id in ((legacy, 7), (modern, "eight")):
@@ -141,9 +145,10 @@ def test_an_invalid_request_over_http_is_answered_with_its_own_id(gateway_url: s
 def test_oversized_request_is_refused(gateway_url: str):
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (5 * 1024 * 1024) + b'"}}'
     response = httpx.post(
-        f"{gateway_url}/mcp", content=payload,
+        f"{gateway_url}/mcp",
+        content=payload,
         headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     assert response.status_code == 413 and "limit" in response.json()["message"]
 
 
@@ -179,8 +184,20 @@ def test_busy_port_is_a_clear_error(tmp_path: Path):
         port = sock.getsockname()[1]
         config = write_config(tmp_path, {}, mode="routed")
         result = subprocess.run(
-            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http",
-             "--port", str(port)],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "nexus_gateway",
+                "serve",
+                "--config",
+                str(config),
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr

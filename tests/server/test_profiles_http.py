@@ -26,8 +26,13 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "ops": {"servers": ["alpha"], "mode": "routed", "tokens": [OPS]},
         "web": {"servers": ["beta"], "mode": "passthrough"},
     }
-    nexus = {"state_dir": str(tmp / "state"), "embedder": "hashing", "mode": "passthrough",
-             "auth_tokens": [ADMIN], "profiles": profiles}  # fmt: skip
+    nexus = {
+        "state_dir": str(tmp / "state"),
+        "embedder": "hashing",
+        "mode": "passthrough",
+        "auth_tokens": [ADMIN],
+        "profiles": profiles,
+    }
     config = tmp / "gateway.json"
     servers = {"alpha": faulty("--name", "alpha"), "beta": library()}
     config.write_text(json.dumps({"mcpServers": servers, "nexus": nexus}))

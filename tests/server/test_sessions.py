@@ -175,8 +175,11 @@ async def test_a_newcomer_is_refused_only_while_every_session_is_busy(tmp_path: 
             release = anyio.Event()
 
             async def hold(session: str, ready: anyio.Event) -> None:
-                headers = {"Accept": "text/event-stream", "mcp-session-id": session,
-                           "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+                headers = {
+                    "Accept": "text/event-stream",
+                    "mcp-session-id": session,
+                    "mcp-protocol-version": "2025-06-18",
+                }
                 async with http.stream("GET", f"{url}/mcp", headers=headers) as stream:
                     assert stream.status_code == 200
                     ready.set()

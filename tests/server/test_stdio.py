@@ -22,8 +22,10 @@ async def test_stdio_gateway_lists_and_calls_tools(tmp_path: Path):
     with anyio.fail_after(30):
         async with Client(gateway_params(config), mode="legacy", cache=None) as client:
             assert [tool.name for tool in (await client.list_tools()).tools][:3] == [
-                "search_tools", "call_tool", "describe_tool",
-            ]  # fmt: skip
+                "search_tools",
+                "call_tool",
+                "describe_tool",
+            ]
             result = await client.call_tool("call_tool", {"name": "one__echo", "arguments": {"text": "over stdio"}})
             assert text_of(result) == "over stdio"
 
@@ -39,8 +41,11 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path):
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--log-level", "debug"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdin and proc.stdout
     proc.stdin.write(request)
     proc.stdin.flush()
@@ -57,8 +62,11 @@ def test_signal_shuts_down_and_reaps_every_upstream(tmp_path: Path, signum: int)
     config = write_config(tmp_path, {"a": faulty(), "b": faulty()}, mode="passthrough")
     proc = subprocess.Popen(
         [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     gateway = psutil.Process(proc.pid)
     deadline = time.monotonic() + 20
     while len(gateway.children(recursive=True)) < 2 and time.monotonic() < deadline:
