@@ -41,7 +41,7 @@ async def test_hanging_call_times_out_and_the_upstream_keeps_serving(tmp_path: P
         started = time.monotonic()
         result = await client.call_tool("one__sleep", {"seconds": 30})
         assert result.is_error and "did not answer the call to 'sleep' within 1s" in text_of(result)
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 6  # the 30 s sleep was cut off near the 1 s timeout
         assert text_of(await client.call_tool("one__echo", {"text": "ok"})) == "ok"
 
 

@@ -45,7 +45,7 @@ async def test_a_small_call_to_another_upstream_completes_while_a_big_result_str
     async with Gateway(config) as gateway:
         await gateway.wait_ready()
         finished: dict[str, float] = {}
-        slowest_small = 0.0
+        small_before_big = 0
 
         async def big_call() -> None:
             # 30 MB written a MiB every 30 ms: about a second of streaming.
@@ -54,12 +54,11 @@ async def test_a_small_call_to_another_upstream_completes_while_a_big_result_str
             finished["big"] = time.monotonic()
 
         async def small_calls() -> None:
-            nonlocal slowest_small
+            nonlocal small_before_big
             async with Client(build_server(gateway), mode="legacy", cache=None) as client:
                 while "big" not in finished:
-                    started = time.monotonic()
                     assert text_of(await client.call_tool("small__echo", {"text": "hi"})) == "hi"
-                    slowest_small = max(slowest_small, time.monotonic() - started)
+                    small_before_big += "big" not in finished
                     finished.setdefault("first small", time.monotonic())
                     await anyio.sleep(0.02)
 
@@ -68,7 +67,8 @@ async def test_a_small_call_to_another_upstream_completes_while_a_big_result_str
                 tg.start_soon(big_call)
                 tg.start_soon(small_calls)
     assert finished["first small"] < finished["big"]
-    assert slowest_small < 1.5, f"a small call waited {slowest_small:.2f}s behind the big result"
+    # Calls queued behind the big result would all finish after it; here several finish while it streams.
+    assert small_before_big >= 3, f"only {small_before_big} small calls finished while the big result streamed"
 
 
 @pytest.mark.parametrize("era", ERAS)
