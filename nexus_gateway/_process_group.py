@@ -48,13 +48,17 @@ def _resolve(command: str, env: dict[str, str], cwd: str | None) -> str:
     return command if os.sep in command else found
 
 
+def launch_argv(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> list[str]:
+    """What to execute for `command args`: under `_launch.py` on Linux (FileNotFoundError naming the
+    command when it cannot be found), as it is elsewhere."""
+    if not USES_LAUNCHER:
+        return [command, *args]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), _resolve(command, env, cwd), *args]
+
+
 async def spawn(command: str, args: list[str], env: dict[str, str], cwd: str | None, errlog: TextIO) -> Process:
-    argv = [command, *args]
-    if USES_LAUNCHER:
-        resolved = _resolve(command, env, cwd)
-        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), resolved, *args]
     return await anyio.open_process(
-        argv,
+        launch_argv(command, args, env, cwd),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=errlog,

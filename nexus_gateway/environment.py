@@ -20,9 +20,29 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from collections.abc import Iterable, Mapping
 
-from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+SDK_INHERITED = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+)
+"""`mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS`, copied so that `serve` can start upstreams before it
+imports the SDK (`_prelaunch.py`); tests/test_environment.py checks the copy against the SDK."""
 
 PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
 CERTIFICATES = (
@@ -37,7 +57,7 @@ CERTIFICATES = (
 )
 LOCALE = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
 FOLDERS = ("TMPDIR", "TMP", "TEMP", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
-INHERITED: tuple[str, ...] = (*DEFAULT_INHERITED_ENV_VARS, *PROXIES, *CERTIFICATES, *LOCALE, *FOLDERS)
+INHERITED: tuple[str, ...] = (*SDK_INHERITED, *PROXIES, *CERTIFICATES, *LOCALE, *FOLDERS)
 
 
 def upstream_environment(

@@ -31,6 +31,7 @@ from mcp.shared.message import SessionMessage
 
 from nexus_gateway._direct import DirectCalls
 from nexus_gateway._lines import LineFramer, Oversized
+from nexus_gateway._prelaunch import adopt
 from nexus_gateway._process_group import end_group, spawn
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,9 @@ async def stdio_upstream(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Spawn the upstream and yield (read stream, write stream) of `SessionMessage`s for `mcp.Client`;
     `direct`, when given, is attached to the process's pipes while they are open (`_direct.py`)."""
-    process = await spawn(spec.command, spec.args, spec.env, spec.cwd, errlog)
+    process = adopt(spec.command, spec.args, spec.env, spec.cwd) or await spawn(
+        spec.command, spec.args, spec.env, spec.cwd, errlog
+    )
     # No await between the spawn and the task group's shielded finally, or a cancellation would leak it.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)

@@ -32,10 +32,10 @@ from pydantic import TypeAdapter
 
 from nexus_gateway._deadline import CallDeadline
 from nexus_gateway._direct import DirectCalls
+from nexus_gateway._prelaunch import Launch
 from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
-from nexus_gateway.environment import upstream_environment
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 from nexus_gateway.upstream_callbacks import HostLink, Switchboard
@@ -227,11 +227,12 @@ class Upstream:
             return self._open_override()
         spec = self.spec
         if isinstance(spec, StdioServer):
-            env = upstream_environment(spec.env, inherit=self.settings.inherit_env)
+            launch = Launch.of_server(spec, self.settings)
+            env = dict(launch.env)
             if sys.platform == "win32":  # pragma: no cover - the SDK's transport knows Job Objects and PATHEXT
                 params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
                 return stdio_client(params, errlog=sys.stderr)
-            command = StdioCommand(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
+            command = StdioCommand(command=launch.command, args=list(launch.args), env=env, cwd=launch.cwd)
             cap = spec.max_result_bytes or self.settings.max_result_bytes
             return stdio_upstream(command, server=self.name, max_bytes=cap, errlog=sys.stderr, direct=self.direct)
         assert isinstance(spec, RemoteServer)

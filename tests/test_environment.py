@@ -110,3 +110,11 @@ async def test_a_vs_code_file_with_inputs_env_file_and_workspace_folder_reaches_
         "UNSET": "[]",
         "PORT": "8080",
     }
+
+
+def test_the_copy_of_the_sdks_inherited_variables_matches_the_sdk():
+    from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+
+    from nexus_gateway.environment import SDK_INHERITED
+
+    assert list(SDK_INHERITED) == list(DEFAULT_INHERITED_ENV_VARS)

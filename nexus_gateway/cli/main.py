@@ -6,6 +6,8 @@ Errors meant for users (`NexusError`) are printed without a traceback and exit w
 from __future__ import annotations
 
 import json
+import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,12 +17,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
+from nexus_gateway._prelaunch import discard, first_launches, prelaunch
 from nexus_gateway.cli import bench, evals, import_claude, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
 from nexus_gateway.config import StdioServer
 from nexus_gateway.errors import ConfigError
+from nexus_gateway.profiles import Profile
 
 app = App(
     name="nexus-gateway",
@@ -79,10 +83,6 @@ def serve(
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "info",
 ) -> None:
     """Run the gateway: over stdio for a host that launches it, or over HTTP (streamable HTTP and SSE)."""
-    from nexus_gateway.gateway import Gateway
-    from nexus_gateway.profiles import Profile
-    from nexus_gateway.reload import ConfigWatcher
-
     if transport not in ("stdio", "sse", "http"):
         raise typer.BadParameter("must be stdio, sse or http", param_hint="--transport")
     if mode is not None and mode not in ("passthrough", "routed", "auto"):
@@ -97,9 +97,19 @@ def serve(
         Profile.of(cfg.nexus, profile)
     except ConfigError as exc:
         raise ConfigError(f"{cfg.path}: --profile: {exc}") from None
+    # The first upstreams start now and import their SDKs while the gateway imports its own (_prelaunch.py).
+    prelaunch(first_launches(cfg), sys.stderr)
+
+    from nexus_gateway.gateway import Gateway
+    from nexus_gateway.reload import ConfigWatcher
+
+    async def discard_unadopted(gateway: Gateway) -> None:
+        await gateway.wait_ready()
+        discard()
 
     async def main() -> None:
         async with Gateway(cfg) as gateway:
+            gateway.start_soon(partial(discard_unadopted, gateway), name="prelaunch-discard")
             if (cfg.nexus.watch if watch is None else watch) and cfg.path is not None:
                 gateway.start_soon(ConfigWatcher(gateway, cfg.path, load).run, name="config-watcher")
             if transport == "stdio":
@@ -111,7 +121,10 @@ def serve(
 
                 await serve_http(gateway, host=cfg.nexus.host, port=cfg.nexus.port, profile=profile)
 
-    run_async(main)
+    try:
+        run_async(main)
+    finally:
+        discard()
 
 
 @tools_app.callback(invoke_without_command=True)

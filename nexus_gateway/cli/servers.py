@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -49,6 +48,8 @@ def _daemon(config: Path) -> tuple[str, str | None]:
 
 
 def _request(config: Path, method: str, path: str) -> dict[str, Any]:
+    import httpx  # here, not at the top: every command loads this module, and `serve` must start fast
+
     try:
         url, token = _daemon(config)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
