@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from nexus_gateway.cli._run import App
@@ -74,6 +73,8 @@ def _on_engine(settings: EngineSettings, root: Path, job: Callable[[Runtime], T]
 
 @contextmanager
 def _progress(total: int, label: str) -> Iterator[Callable[[str], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task(label, total=total)

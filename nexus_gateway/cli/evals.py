@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from nexus_gateway.cli._run import App
@@ -59,6 +58,8 @@ def _run(tools: Path, cases: Path, distractors: list[Path], sizes: list[int], **
 
     pool, loaded = _load(tools, cases, distractors, kw.pop("limit"), kw["seed"])
     embedder = kw.pop("embedder")
+    from rich.progress import Progress
+
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"routing {len(loaded)} cases among {len(pool)} tools", total=len(sizes))
 
@@ -87,6 +88,8 @@ def _add_reranking(
 
     pool, loaded = _load(*sets, limit, seed)
     settings = engine_settings(None, model=model)
+    from rich.progress import Progress
+
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"re-ranking below the gate (top {k})", total=None)
 
@@ -280,6 +283,8 @@ def eval_arguments(
     chosen = check_mode(mode)
     pool, loaded = _load(tools, cases, [], limit, seed)
     settings = engine_settings(None, model=model)
+    from rich.progress import Progress
+
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"arguments ({chosen}) for {len(loaded)} cases", total=len(loaded))
 

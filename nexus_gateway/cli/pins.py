@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 
 from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.errors import NexusError
@@ -57,6 +56,8 @@ def diff(
     for quarantine in quarantined:
         out.rule(escape(quarantine.name), align="left")
         out.print(escape(quarantine.why), highlight=False)
+        from rich.syntax import Syntax  # pygments: only when a diff is shown
+
         out.print(Syntax(quarantine.diff(), "diff", word_wrap=True, background_color="default"))
     out.print(f"Approve with: nexus-gateway tools approve {' '.join(q.name for q in quarantined)} -c {config}")
 
