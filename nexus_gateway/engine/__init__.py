@@ -57,6 +57,8 @@ class Decoding:
     opens_key: bool
     form: ToolForm
     max_tokens: int
+    copy_bias: float = 0.0
+    """Logits added to tokens that keep a string value a span of the request (`copying.py`); 0 is off."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import numpy as np
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding
+from nexus_gateway.engine.copying import CopyBias
 from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
@@ -90,6 +91,7 @@ def decode_steps(
     mark = state.n_past
     try:
         closers = closing_tokens(rt.model)
+        copying = CopyBias(rt.model, query, how.copy_bias)
         placement = place(rt, state, record, how.form)
         request, opened = request_text(rt, query, how.opens_key)
         logits = rt.append_text(state, request)
@@ -102,6 +104,8 @@ def decode_steps(
                 if len(tokens) >= how.max_tokens:  # closing mode: closing characters first
                     logits = logits.copy()
                     logits[closers] += _CLOSING_BOOST
+                else:
+                    logits = copying.apply(text, logits)
                 choice = sampler.choose(logits)
                 if choice is None or rt.model.is_end(choice):
                     break

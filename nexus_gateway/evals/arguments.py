@@ -24,7 +24,7 @@ from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case, arguments_match, tool_records, value_matches
-from nexus_gateway.generation.generator import ArgumentGenerator, Generated
+from nexus_gateway.generation.generator import COPY_BIAS, ArgumentGenerator, Generated
 from nexus_gateway.generation.rerank import Reranker
 
 Progress = Callable[[int, int], None]
@@ -154,6 +154,7 @@ async def evaluate_arguments(
     depth: int = 0,
     compiled_root: Path | None = None,
     progress: Progress | None = None,
+    copy_bias: float | None = None,
 ) -> tuple[dict[str, Any], list[Outcome]]:
     records = tool_records(tools)
     unknown = sorted({case.tool for case in cases} - set(records))
@@ -163,7 +164,7 @@ async def evaluate_arguments(
     outcomes: list[Outcome] = []
     rerank_ms: list[float] = []
     async with LocalEngine(settings, compiled_root=compiled_root) as engine:
-        generator = ArgumentGenerator(engine, mode=mode)
+        generator = ArgumentGenerator(engine, mode=mode, copy_bias=COPY_BIAS if copy_bias is None else copy_bias)
         reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
         if depth:
@@ -192,6 +193,7 @@ async def evaluate_arguments(
         "depth": depth,
         "model": model,
         "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes),
+        "copy_bias": generator.copy_bias,
     }
     if rerank:
         report |= {"rerank_k": rerank, "reranked": len(rerank_ms)}

@@ -26,6 +26,8 @@ from nexus_gateway.validation import schema_problems
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
+COPY_BIAS = 2.0
+"""Logits given to tokens that copy the request into a string value (`engine/copying.py`)."""
 _NOTHING_TO_DECODE = Decoded("{}", True, None, 0, 0.0, 0.0)
 
 
@@ -83,10 +85,13 @@ def check_mode(mode: str) -> ToolForm:
 
 
 class ArgumentGenerator:
-    def __init__(self, engine: Engine, *, mode: ToolForm = "signature", max_tokens: int = 160) -> None:
+    def __init__(
+        self, engine: Engine, *, mode: ToolForm = "signature", max_tokens: int = 160, copy_bias: float = COPY_BIAS
+    ) -> None:
         self.engine = engine
         self.mode = check_mode(mode)
         self.max_tokens = max_tokens
+        self.copy_bias = copy_bias
         self._plans: dict[str, GrammarPlan] = {}
         self._compiled: set[str] = set()
 
@@ -116,7 +121,13 @@ class ArgumentGenerator:
             await self.prepare([record])
         decoded = _NOTHING_TO_DECODE
         if not plan.empty:
-            how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form=chosen, max_tokens=self.max_tokens)
+            how = Decoding(
+                grammar=plan.gbnf,
+                opens_key=plan.opens_key,
+                form=chosen,
+                max_tokens=self.max_tokens,
+                copy_bias=self.copy_bias,
+            )
             decoded = await self.engine.decode_arguments(session, record, query, how)
         arguments = parse_object(decoded.text)
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()

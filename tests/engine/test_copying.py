@@ -1,0 +1,58 @@
+"""The copy bias raises the tokens that keep a string value a span of the request, and nothing else."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+
+from nexus_gateway.engine.copying import CopyBias, open_value
+from nexus_gateway.engine.llama import LlamaModel
+
+
+class Vocabulary:
+    """A stand-in for the model's vocabulary: token i is `pieces[i]`."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return "".join(self.pieces[token] for token in tokens)
+
+
+def test_only_an_open_string_value_is_found_never_a_key_or_a_number():
+    assert open_value('{"') is None and open_value('{"city') is None
+    assert open_value('{"city": "Par') == "Par"
+    assert open_value('{"a": 1, "b') is None
+    assert open_value('{"a": ["x", "y') == "y"  # a string in an array is a value
+    assert open_value('{"a": {"b": "c') == "c"
+    assert open_value('{"a": "say \\"hi') == 'say \\"hi'  # escapes as written
+    assert open_value('{"a": "done", ') is None
+
+
+def test_tokens_that_copy_the_request_are_raised_by_the_bias_and_the_others_are_not():
+    pieces = ["USA", "United", " States", '"', 'A"', "Paris", " the", "x"] + [f"t{i}" for i in range(70)]
+    bias = CopyBias(cast(LlamaModel, Vocabulary(pieces)), 'Flights to the USA from "Paris"', 2.0)
+    logits = np.zeros(len(pieces), dtype=np.float32)
+    logits[1] = 1.0  # the model prefers a re-wording, by less than the bias
+    raised = bias.apply('{"country": "', logits)
+    assert raised[0] == 2.0 and raised[5] == 2.0  # `USA`, `Paris`: spans of the request
+    assert raised[1] == 1.0 and raised[6] == 0.0  # `United`, and a value starting with a space, are not
+    assert int(np.argmax(raised)) in (0, 5) and logits[0] == 0.0  # the caller's logits are not changed
+
+
+def test_closing_is_raised_only_at_the_end_of_a_copied_word():
+    pieces = ['"', 'A"', "Par"] + [f"t{i}" for i in range(70)]
+    bias = CopyBias(cast(LlamaModel, Vocabulary(pieces)), "Flights to the USA from Paris", 2.0)
+    assert bias.copies("US", 'A"') and bias.copies("Paris", '"')
+    assert not bias.copies("Par", '"')  # mid-word: `Par` is not a value the request holds
+    assert not bias.copies("", '"')  # an empty value is not a copy
+
+
+def test_outside_a_value_or_with_no_bias_the_logits_are_the_models():
+    pieces = ["USA", '"'] + [f"t{i}" for i in range(70)]
+    logits = np.arange(len(pieces), dtype=np.float32)
+    on = CopyBias(cast(LlamaModel, Vocabulary(pieces)), "the USA", 2.0)
+    off = CopyBias(cast(LlamaModel, Vocabulary(pieces)), "the USA", 0.0)
+    assert on.apply('{"coun', logits) is logits and on.apply('{"n": 1', logits) is logits
+    assert off.apply('{"country": "', logits) is logits
