@@ -16,12 +16,13 @@ Lines that are not JSON-RPC are passed up as exceptions, as the SDK does (`Watch
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.to_thread
@@ -42,6 +43,8 @@ _THREAD_PARSE_BYTES = 1 << 20
 _EXIT_POLL = 0.25
 _PENDING_CAP = 4096
 _WRITER_FLUSH = 0.5
+_WRITE_HIGH_WATER = 1 << 16
+"""Bytes buffered for the upstream's stdin past which a direct write waits for the pipe to drain."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,9 +161,7 @@ async def stdio_upstream(
     stdin = process.stdin
     assert stdin is not None
 
-    async def write_line(data: bytes) -> None:
-        await stdin.send(data)  # one write of the whole line: lines never interleave
-
+    write_line = _line_writer(process, stdin)
     if direct is not None:
         direct.attach(write_line, pending)
     async with anyio.create_task_group() as tg:
@@ -181,6 +182,29 @@ async def stdio_upstream(
                 await end_group(process)
                 await _close(process)
             tg.cancel_scope.cancel()
+
+
+def _line_writer(process: Process, stdin: Any) -> Callable[[bytes], Awaitable[None]]:
+    """Writes one whole line to the upstream's stdin (lines written by several tasks never interleave).
+
+    On asyncio the line goes straight to the process's `StreamWriter`, waiting only while the pipe's
+    buffer is over its high-water mark: anyio's `send` also yields to the event loop after every write,
+    a loop iteration per direct call for nothing (the line is already in the kernel's pipe or the buffer)."""
+    raw = getattr(getattr(process, "_process", None), "stdin", None)
+    if not isinstance(raw, asyncio.StreamWriter):
+        return cast("Callable[[bytes], Awaitable[None]]", stdin.send)
+
+    async def write_line(data: bytes) -> None:
+        if raw.is_closing():
+            raise anyio.BrokenResourceError
+        try:
+            raw.write(data)
+            if raw.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+                await raw.drain()
+        except (ConnectionError, RuntimeError) as exc:  # uvloop raises RuntimeError for a closed transport
+            raise anyio.BrokenResourceError from exc
+
+    return write_line
 
 
 def _wire(answer: SessionMessage) -> dict[str, Any]:

@@ -342,8 +342,6 @@ class Upstream:
         What the upstream sends during the call (progress, logs, requests for input) goes to `link`;
         progress restarts the call timeout, up to `call_timeout_max`.
         """
-        params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
-        request = types.CallToolRequest(params=params)
         deadline = CallDeadline(timeout or self.call_timeout, self.call_timeout_max)
         async with (
             self.router.call(link, deadline) as call,
@@ -351,6 +349,8 @@ class Upstream:
         ):
             if self.direct is not None and self.direct.ready:
                 return await self.direct.call(tool, arguments, meta, call.progressed)
+            params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
+            request = types.CallToolRequest(params=params)
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]
         raise AssertionError("unreachable")  # pragma: no cover
 

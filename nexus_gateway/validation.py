@@ -9,11 +9,13 @@ import jsonschema
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
+from nexus_gateway._quick_schema import Check, quick_check
 from nexus_gateway.errors import ArgumentsInvalid
 
 _MAX_PROBLEMS = 5
 _CACHE_LIMIT = 4096
 _cache: dict[str, jsonschema.protocols.Validator | None] = {}
+_quick: dict[str, Check | None] = {}
 
 
 def _build_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
@@ -34,8 +36,19 @@ def _validator_for(schema: dict[str, Any], key: str | None) -> jsonschema.protoc
     return _cache[key]
 
 
+def _quick_for(schema: dict[str, Any], key: str) -> Check | None:
+    if key not in _quick:
+        if len(_quick) >= _CACHE_LIMIT:
+            _quick.clear()
+        _quick[key] = quick_check(schema)
+    return _quick[key]
+
+
 def schema_problems(schema: dict[str, Any], arguments: dict[str, Any], *, key: str | None = None) -> list[str]:
-    """Readable violations of `schema` by `arguments` (empty when valid); `key` caches the compiled schema."""
+    """Readable violations of `schema` by `arguments` (empty when valid); `key` caches the compiled schema.
+    A plain schema's arguments get a quick check first (`_quick_schema.py`); jsonschema runs when it fails."""
+    if key is not None and (check := _quick_for(schema, key)) is not None and check(arguments):
+        return []
     validator = _validator_for(schema, key)
     if validator is None:
         return []

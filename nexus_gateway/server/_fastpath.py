@@ -29,8 +29,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import mcp_types as types
+from anyio import TaskHandle
 from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
@@ -44,7 +44,7 @@ from nexus_gateway.upstream_callbacks import HostAnswer
 
 logger = logging.getLogger(__name__)
 
-Spawn = Callable[..., None]
+Spawn = Callable[..., TaskHandle[Any]]
 WriteLine = Callable[[bytes], Awaitable[bool]]
 
 _WATCHED = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"logging/setLevel"')
@@ -110,10 +110,12 @@ class StdioFastPath:
         """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
         self._asks_host = True
         self._log_level: str | None = None
-        self._calls: dict[Any, anyio.CancelScope] = {}
+        self._calls: dict[Any, TaskHandle[Any]] = {}
+        """The fast calls in flight by host request id (cancelling a task cancels its upstream call)."""
 
     def attach(self, spawn: Spawn, write: WriteLine) -> None:
-        """The transport is serving: `spawn(fn, *args)` runs a task, `write(line)` writes one line."""
+        """The transport is serving: `spawn(fn, *args)` runs a task (a task group's `start_soon`), `write(line)`
+        writes one line."""
         self._spawn, self._write = spawn, write
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
@@ -155,8 +157,8 @@ class StdioFastPath:
             return False
         log_level, progress_token = served
         assert self._spawn is not None
-        scope = self._calls[message["id"]] = anyio.CancelScope()
-        self._spawn(self._serve, message["id"], params, scope, _FastLink(self, progress_token, log_level))
+        link = _FastLink(self, progress_token, log_level)
+        self._calls[message["id"]] = self._spawn(self._serve, message["id"], params, link)
         return True
 
     def _settle_era(self, line: bytes) -> None:
@@ -209,24 +211,21 @@ class StdioFastPath:
         return upstream is not None and upstream.direct is not None and upstream.direct.ready
 
     def _cancel(self, request_id: Any) -> bool:
-        scope = self._calls.get(request_id) if _is_id(request_id) else None
-        if scope is None:
+        task = self._calls.get(request_id) if _is_id(request_id) else None
+        if task is None:
             return False
-        scope.cancel()
+        task.cancel()  # a cancelled request is never answered: the task ends before it writes
         return True
 
     # -- serving -------------------------------------------------------------------------------
 
-    async def _serve(self, request_id: Any, params: dict[str, Any], scope: anyio.CancelScope, link: _FastLink) -> None:
+    async def _serve(self, request_id: Any, params: dict[str, Any], link: _FastLink) -> None:
         try:
-            with scope:
-                await self.gateway.wait_ready()
-                meta = forwarded_meta(params.get("_meta"))
-                result = await self.tools.call_tool(params["name"], params.get("arguments"), link=link, meta=meta)
-                self.served += 1
-                answer = self._wire_result(result)
-            if scope.cancelled_caught:
-                return  # the host cancelled it: a cancelled request is never answered
+            await self.gateway.wait_ready()
+            meta = forwarded_meta(params.get("_meta"))
+            result = await self.tools.call_tool(params["name"], params.get("arguments"), link=link, meta=meta)
+            self.served += 1
+            answer = self._wire_result(result)
         except Exception as exc:  # boundary: the host gets an error answer, the gateway keeps serving
             logger.exception("a fast-path call failed")
             error = {"code": types.INTERNAL_ERROR, "message": f"The call failed: {exc}"}
