@@ -156,7 +156,7 @@ class DirectCalls:
             if len(line) >= _THREAD_PARSE_BYTES:
                 message = await anyio.to_thread.run_sync(json.loads, line)
             else:
-                message = json.loads(line)
+                message = json.loads(line.decode())  # str: no encoding to detect (stdio is UTF-8)
         except ValueError:
             return False
         if not isinstance(message, dict):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,7 +48,8 @@ logger = logging.getLogger(__name__)
 Spawn = Callable[..., TaskHandle[Any]]
 WriteLine = Callable[[bytes], Awaitable[bool]]
 
-_WATCHED = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"logging/setLevel"')
+_WATCHED = re.compile(rb'"(?:tools/call|notifications/cancelled|initialize|logging/setLevel)"')
+"""A line naming none of these methods is left to the SDK unparsed."""
 _ASKING = ("sampling", "elicitation", "roots")
 
 
@@ -126,11 +128,11 @@ class StdioFastPath:
 
     def take(self, line: bytes) -> bool:
         """Serve `line` here (True), or leave it to the SDK (False) after noting what it tells of the host."""
-        if self._spawn is None or not any(mark in line for mark in _WATCHED):
+        if self._spawn is None or _WATCHED.search(line) is None:
             self._settle_era(line)
             return False
         try:
-            message = json.loads(line)
+            message = json.loads(line.decode())  # str: no encoding to detect (stdio is UTF-8)
         except ValueError:
             return False
         if not isinstance(message, dict) or not isinstance(method := message.get("method"), str):
@@ -240,6 +242,8 @@ class StdioFastPath:
     def _wire_result(self, result: Any) -> dict[str, Any]:
         if isinstance(result, BaseModel):
             wire: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif self._era == "legacy" and "resultType" not in result:
+            return result  # the upstream's result as it came: nothing to add or take away
         else:
             wire = dict(result)
         if self._era == "legacy":

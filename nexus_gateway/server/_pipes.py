@@ -32,6 +32,8 @@ from nexus_gateway.server._rejects import rejection
 logger = logging.getLogger(__name__)
 
 LINE_LIMIT = 64 * 1024 * 1024
+WRITE_HIGH_WATER = 1 << 16
+"""Bytes buffered for the host past which a writer waits for the pipe to drain."""
 
 
 class LineTaker(Protocol):
@@ -69,7 +71,8 @@ async def line_streams(
             return False
         try:
             writer.write(data)  # the whole line at once: lines written by several tasks never interleave
-            await writer.drain()
+            if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+                await writer.drain()  # below it the line is in the pipe or the buffer already: no wait
         except (ConnectionError, RuntimeError):
             return False
         return True
