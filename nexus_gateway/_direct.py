@@ -47,11 +47,13 @@ _CANCEL_WRITE_TIMEOUT = 2.0
 Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
 Logged = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 Write = Callable[[bytes], Awaitable[None]]
+Answered = Callable[[dict[str, Any]], bool]
 
 
 @dataclass
 class _Waiting:
     on_progress: Progressed | None
+    on_result: Answered | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: dict[str, Any] | None = None
 
@@ -102,10 +104,16 @@ class DirectCalls:
         return request_id
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None, on_progress: Progressed | None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any] | None,
+        on_progress: Progressed | None,
+        on_result: Answered | None = None,
     ) -> dict[str, Any]:
         """The upstream's `CallToolResult` as a wire dict; raises `MCPError` for an error answer (and
-        CONNECTION_CLOSED when the transport ends first). Cancelling it cancels the upstream's call."""
+        CONNECTION_CLOSED when the transport ends first). Cancelling it cancels the upstream's call.
+        `on_result` is handed the result as soon as the answer is read (before this call returns)."""
         write, pending_methods = self._write, self._pending_methods
         if write is None or pending_methods is None:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
@@ -117,7 +125,7 @@ class DirectCalls:
             separators=(",", ":"),
             ensure_ascii=False,
         ).encode()
-        waiting = self._waiting[request_id] = _Waiting(on_progress)
+        waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
         pending_methods[request_id] = "tools/call"
         self.calls += 1
         try:
@@ -172,6 +180,9 @@ class DirectCalls:
                 return False
             waiting.answer = message
             waiting.done.set()
+            result = message.get("result")
+            if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
+                waiting.on_result(result)
             return True
         if method == "notifications/message" and self._on_log is not None:
             try:

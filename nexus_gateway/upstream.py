@@ -38,7 +38,7 @@ from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
-from nexus_gateway.upstream_callbacks import HostLink, Switchboard
+from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink, Switchboard
 
 logger = logging.getLogger(__name__)
 
@@ -348,7 +348,8 @@ class Upstream:
             self._request(f"the call to {tool!r}", timeout, deadline) as client,
         ):
             if self.direct is not None and self.direct.ready:
-                return await self.direct.call(tool, arguments, meta, call.progressed)
+                answer = link.answer if isinstance(link, AnsweringLink) else None
+                return await self.direct.call(tool, arguments, meta, call.progressed, answer)
             params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
             request = types.CallToolRequest(params=params)
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]

@@ -61,6 +61,17 @@ class HostLink(Protocol):
         ...
 
 
+class AnsweringLink:
+    """A host link that takes a call's result the moment the upstream's answer is read, before the
+    gateway's bookkeeping for the call unwinds (the stdio fast path writes it to the host from there:
+    the host waits for nothing else). Only a direct call answers early; the call still returns the
+    same result afterwards, for metrics and the rest."""
+
+    def answer(self, result: dict[str, Any]) -> bool:
+        """Whether `result` reached the host now (then the caller must not answer again)."""
+        return False
+
+
 class HostDirectory(Protocol):
     """The hosts connected to the gateway, for what an upstream sends outside any call."""
 

@@ -41,12 +41,13 @@ from nexus_gateway.meta import definitions
 from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server._forward import forwarded_meta
 from nexus_gateway.server._links import OFF, log_allowed, refusal
-from nexus_gateway.upstream_callbacks import HostAnswer
+from nexus_gateway.upstream_callbacks import AnsweringLink, HostAnswer
 
 logger = logging.getLogger(__name__)
 
 Spawn = Callable[..., TaskHandle[Any]]
 WriteLine = Callable[[bytes], Awaitable[bool]]
+WriteNow = Callable[[bytes], bool]
 
 _WATCHED = re.compile(rb'"(?:tools/call|notifications/cancelled|initialize|logging/setLevel)"')
 """A line naming none of these methods is left to the SDK unparsed."""
@@ -57,13 +58,20 @@ def _dumps(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
-class _FastLink:
-    """The host side of a fast call (a `HostLink`): progress and logs as notification lines."""
+class _FastLink(AnsweringLink):
+    """The host side of a fast call (a `HostLink`): progress and logs as notification lines, and the
+    answer line as soon as the upstream's is read (`answer`)."""
 
-    def __init__(self, path: StdioFastPath, progress_token: Any, log_level: str | None) -> None:
+    def __init__(self, path: StdioFastPath, request_id: Any, progress_token: Any, log_level: str | None) -> None:
         self._path = path
+        self._request_id = request_id
         self._token = progress_token
         self._log_level = log_level
+        self.answered = False
+
+    def answer(self, result: dict[str, Any]) -> bool:
+        self.answered = self._path.answer_now(self._request_id, result)
+        return self.answered
 
     @property
     def key(self) -> object:
@@ -108,6 +116,7 @@ class StdioFastPath:
         """Calls this fast path answered (tests and /metrics read it)."""
         self._spawn: Spawn | None = None
         self._write: WriteLine | None = None
+        self._write_now: WriteNow | None = None
         self._era: str | None = None
         """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
         self._asks_host = True
@@ -115,10 +124,10 @@ class StdioFastPath:
         self._calls: dict[Any, TaskHandle[Any]] = {}
         """The fast calls in flight by host request id (cancelling a task cancels its upstream call)."""
 
-    def attach(self, spawn: Spawn, write: WriteLine) -> None:
+    def attach(self, spawn: Spawn, write: WriteLine, write_now: WriteNow) -> None:
         """The transport is serving: `spawn(fn, *args)` runs a task (a task group's `start_soon`), `write(line)`
-        writes one line."""
-        self._spawn, self._write = spawn, write
+        writes one line, waiting while the host is slow to read, `write_now(line)` without waiting."""
+        self._spawn, self._write, self._write_now = spawn, write, write_now
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self._write is not None:
@@ -159,7 +168,7 @@ class StdioFastPath:
             return False
         log_level, progress_token = served
         assert self._spawn is not None
-        link = _FastLink(self, progress_token, log_level)
+        link = _FastLink(self, message["id"], progress_token, log_level)
         self._calls[message["id"]] = self._spawn(self._serve, message["id"], params, link)
         return True
 
@@ -213,11 +222,20 @@ class StdioFastPath:
         return upstream is not None and upstream.direct is not None and upstream.direct.ready
 
     def _cancel(self, request_id: Any) -> bool:
-        task = self._calls.get(request_id) if _is_id(request_id) else None
+        task = self._calls.pop(request_id, None) if _is_id(request_id) else None
         if task is None:
             return False
         task.cancel()  # a cancelled request is never answered: the task ends before it writes
         return True
+
+    def answer_now(self, request_id: Any, result: dict[str, Any]) -> bool:
+        """Write the answer to a fast call whose upstream has just answered (from the upstream's reader,
+        before the call's bookkeeping unwinds); False when the host cancelled it or has gone."""
+        if self._write_now is None or self._calls.pop(request_id, None) is None:
+            return False
+        written = self._write_now(_dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)}))
+        self.served += written
+        return written
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -226,18 +244,23 @@ class StdioFastPath:
             await self.gateway.wait_ready()
             meta = forwarded_meta(params.get("_meta"))
             result = await self.tools.call_tool(params["name"], params.get("arguments"), link=link, meta=meta)
-            self.served += 1
-            answer = self._wire_result(result)
         except Exception as exc:  # boundary: the host gets an error answer, the gateway keeps serving
+            if link.answered:
+                return  # the host has its answer: what the unwinding met after it changes nothing
             logger.exception("a fast-path call failed")
             error = {"code": types.INTERNAL_ERROR, "message": f"The call failed: {exc}"}
             if self._write is not None:
                 await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
             return
         finally:
-            self._calls.pop(request_id, None)
-        if self._write is not None:
-            await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "result": answer}))
+            asked = self._calls.pop(request_id, None) is not None  # False once answered early or cancelled
+        if self._write is None:
+            return
+        if not asked:
+            await self._write(b"")  # answered early (without waiting): wait here while the host is slow to read
+            return
+        self.served += 1
+        await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)}))
 
     def _wire_result(self, result: Any) -> dict[str, Any]:
         if isinstance(result, BaseModel):

@@ -39,7 +39,7 @@ WRITE_HIGH_WATER = 1 << 16
 class LineTaker(Protocol):
     """Something that may serve input lines itself before the SDK sees them (`_fastpath.py`)."""
 
-    def attach(self, spawn: Any, write: Any) -> None: ...
+    def attach(self, spawn: Any, write: Any, write_now: Any) -> None: ...
 
     def take(self, line: bytes) -> bool: ...
 
@@ -64,17 +64,27 @@ async def line_streams(
     (whose limit should be `LINE_LIMIT`). The read stream ends when the peer closes its end. `taker`, when
     given, sees every input line first and may serve it itself."""
 
-    async def write_bytes(data: bytes) -> bool:
-        """Write one line; False once the host has closed its end (asyncio raises RuntimeError for a
-        write to a transport it has already closed, ConnectionError when the pipe breaks during one)."""
+    def write_now(data: bytes) -> bool:
+        """Write one line without waiting; False once the host has closed its end (asyncio raises
+        RuntimeError for a write to a transport it has already closed)."""
         if writer.is_closing():
             return False
         try:
             writer.write(data)  # the whole line at once: lines written by several tasks never interleave
-            if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
-                await writer.drain()  # below it the line is in the pipe or the buffer already: no wait
         except (ConnectionError, RuntimeError):
             return False
+        return True
+
+    async def write_bytes(data: bytes) -> bool:
+        """Write one line, then wait while the host is slow to read (ConnectionError when the pipe
+        breaks meanwhile); False once the host has closed its end."""
+        if not write_now(data):
+            return False
+        if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+            try:
+                await writer.drain()  # below the mark the line is in the pipe or the buffer already: no wait
+            except (ConnectionError, RuntimeError):
+                return False
         return True
 
     async def write_line(message: types.JSONRPCMessage) -> bool:
@@ -123,7 +133,7 @@ async def line_streams(
 
     async with anyio.create_task_group() as tg:
         if taker is not None:
-            taker.attach(tg.start_soon, write_bytes)
+            taker.attach(tg.start_soon, write_bytes, write_now)
         tg.start_soon(read_lines)
         tg.start_soon(write_lines)
         yield read_stream, write_stream
