@@ -324,6 +324,11 @@ class Gateway:
         searchable, total = min(self.indexer.searchable, len(self.catalog)), len(self.catalog)
         return (searchable, total) if searchable < total else None
 
+    def index_status(self) -> dict[str, Any]:
+        """For /healthz: whether the embedder is loaded, how many tools are searchable, whether that is all."""
+        loaded = self._lazy is None or self._lazy.built is not None
+        return {"loaded": loaded, "searchable": self.indexer.searchable, "current": self.indexer.current}
+
     def resolve(self, name: str) -> ToolRecord:
         record = self.catalog.get(name)
         if record is not None:
