@@ -153,9 +153,18 @@ class Gateway:
             raise
         self.start_soon(self._watch_pins)
         self.start_soon(self.indexer.run, name="indexer")
-        if self.settings.mode == "routed":
-            self.start_soon(self._load_retriever, name="retriever")  # while the upstreams start
+        self.start_soon(self._index_after_start, name="index-after-start")
         return self
+
+    async def _index_after_start(self) -> None:
+        """Routed: build the retriever and index once every upstream has started or failed its first start,
+        not meanwhile. Embedding a large catalog takes a core for a minute (843 tools, all-MiniLM-L6-v2, one
+        thread), and importing the embedder holds the interpreter: during the start both would be taken from
+        the upstreams and from this event loop. A search before then indexes at once."""
+        await self.wait_ready()
+        if self.mode == "routed":
+            await self._load_retriever()
+            self.indexer.request()
 
     async def _load_retriever(self) -> None:
         """Build the retriever (embedder, saved index) in a worker thread, once."""
@@ -215,8 +224,8 @@ class Gateway:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
             self.indexer.mark_stale()
-            if self.mode == "routed":  # passthrough (auto with a small catalog too) indexes on its first search
-                self.indexer.request()  # in the background: never inside the upstream's start
+            if self.mode == "routed" and self._ready:  # passthrough (auto with a small catalog too) indexes on
+                self.indexer.request()  # its first search; during the start, `_index_after_start` asks
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name,
