@@ -219,6 +219,8 @@ class Upstream:
         as not started (wait_ready stops waiting for it). The start itself goes on (START_GRACE)."""
         with scope:
             await anyio.sleep(self.start_timeout)
+            if scope.cancel_called:  # connected meanwhile: the cancellation is delivered at the next checkpoint
+                return
             slot.release()
             self._mark_down("did not start in time")
             self._ready.set()

@@ -54,7 +54,7 @@ async def direct(config: GatewayConfig, *, timeout: float, errlog: TextIO) -> di
     inherit = config.nexus.inherit_env
     outcomes: dict[str, dict[str, Any]] = {}
     everyone_answered = anyio.Event()
-    began = time.monotonic()
+    began, cpu = time.monotonic(), _cpu_seconds(psutil.Process())
 
     def settled(name: str, outcome: dict[str, Any]) -> None:
         outcomes[name] = outcome
@@ -82,12 +82,14 @@ async def direct(config: GatewayConfig, *, timeout: float, errlog: TextIO) -> di
         for name, spec in servers.items():
             group.start_soon(one, name, spec)
     answered = [outcome["seconds"] for outcome in outcomes.values() if outcome["ok"]]
+    client_cpu = round(_cpu_seconds(psutil.Process()) - cpu, 1)
     return {
         "kind": "direct",
         "servers": dict(sorted(outcomes.items())),
         "answered": len(answered),
         "of": len(servers),
         "seconds_to_all_answered": max(answered) if answered else None,
+        "client_cpu_s": client_cpu,
         "load_average_after": os.getloadavg(),
     }
 
@@ -182,6 +184,8 @@ async def gateway(
                     timeline.append((moment, count))
                 if count == len(expected) and "all_healthy" not in marks:
                     marks["all_healthy"] = moment
+                    with contextlib.suppress(psutil.Error):
+                        marks["gateway_cpu_s"] = round(_cpu_seconds(psutil.Process(process.pid)), 1)
                 index = last.get("index", {})
                 if index.get("current") and index.get("searchable", 0) >= last.get("tools", 1) > 0:
                     marks.setdefault("index_ready", moment)
@@ -214,6 +218,7 @@ async def gateway(
         "seconds_to_all_healthy": marks.get("all_healthy"),
         "seconds_to_first_tools_list": marks.get("first_tools_list"),
         "seconds_to_index_ready": marks.get("index_ready"),
+        "gateway_cpu_s_at_all_healthy": marks.get("gateway_cpu_s"),
         "healthy": sum(1 for name in expected if states.get(name) == "healthy"),
         "of": len(expected),
         "not_healthy": {name: states.get(name, "absent") for name in sorted(expected) if states.get(name) != "healthy"},
@@ -227,6 +232,11 @@ async def gateway(
         "log": str(log),
         "load_average_after": os.getloadavg(),
     }
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def _sample_rss(pid: int, peak: dict[str, float]) -> None:

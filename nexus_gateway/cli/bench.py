@@ -158,12 +158,11 @@ def startup(
                 f"{result['seconds_to_index_ready']} s, restarts {sum(map(len, result['restarts'].values()))}"
             )
         done = result.get("answered", result.get("healthy"))
-        err.print(f"round {result['round']} {result['kind']}: {done}/{result['of']} in {seconds} s{extra}")
+        err.print(
+            f"round {result['round']} {result['kind']}: {done}/{result['of']} in {seconds} s{extra}", soft_wrap=True
+        )
 
-    result = run(config, modes=chosen, rounds=rounds, timeout=timeout, env=env, progress=report)
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text + "\n")
+    result = run(config, modes=chosen, rounds=rounds, timeout=timeout, env=env, progress=report, json_out=json_out)
     out.print_json(json.dumps(result["summary"]))
 
 
