@@ -135,6 +135,7 @@ class Gateway:
         self._reported: set[tuple[str, str]] = set()
         self._last_mode: str | None = None
         self._ready = False
+        self._starts_settled = False
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
         self.activity = Activity()
@@ -157,11 +158,13 @@ class Gateway:
         return self
 
     async def _index_after_start(self) -> None:
-        """Routed: build the retriever and index once every upstream has started or failed its first start,
-        not meanwhile. Embedding a large catalog takes a core for a minute (843 tools, all-MiniLM-L6-v2, one
-        thread), and importing the embedder holds the interpreter: during the start both would be taken from
-        the upstreams and from this event loop. A search before then indexes at once."""
-        await self.wait_ready()
+        """Routed: build the retriever and index once every upstream's first start has ended (connected or
+        failed; a late one is waited for, up to START_GRACE x start_timeout), not meanwhile. Embedding a large
+        catalog takes a core for minutes (837 tools, all-MiniLM-L6-v2, one thread: 3-5 minutes on 2 loaded
+        cores), and importing the embedder holds the interpreter: during the start both would be taken from the
+        upstreams and from this event loop. A search before then indexes at once."""
+        await self.pool.wait_settled()
+        self._starts_settled = True
         if self.mode == "routed":
             await self._load_retriever()
             self.indexer.request()
@@ -224,7 +227,7 @@ class Gateway:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
             self.indexer.mark_stale()
-            if self.mode == "routed" and self._ready:  # passthrough (auto with a small catalog too) indexes on
+            if self.mode == "routed" and self._starts_settled:  # passthrough (auto with a small catalog too) indexes on
                 self.indexer.request()  # its first search; during the start, `_index_after_start` asks
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",

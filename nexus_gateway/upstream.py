@@ -118,6 +118,8 @@ class Upstream:
         self._client: Client | None = None
         self._relist = anyio.Event()
         self._ready = anyio.Event()
+        self._settled = anyio.Event()
+        """Set once the first start attempt has ended (connected, failed or abandoned), not when it is only late."""
         self._failed_lists: set[str] = set()
         """Optional lists (e.g. resources/templates/list) that failed on this connection, logged once."""
         self.start_slots: anyio.Semaphore | None = None
@@ -142,8 +144,12 @@ class Upstream:
         )
 
     async def wait_started(self) -> None:
-        """Return once the first start attempt has succeeded or failed."""
+        """Return once the first start attempt has succeeded or failed, or is late (past `start_timeout`)."""
         await self._ready.wait()
+
+    async def wait_settled(self) -> None:
+        """Return once the first start attempt has ended: connected, failed, or abandoned (START_GRACE)."""
+        await self._settled.wait()
 
     # -- supervision ---------------------------------------------------------------------------
 
@@ -162,6 +168,7 @@ class Upstream:
                 error = _describe(exc, self.spec)
             self._mark_down(error)
             self._ready.set()
+            self._settled.set()
             if self._healthy_at is not None and time.monotonic() - self._healthy_at > _HEALTHY_RESET_AFTER:
                 backoff = self.settings.restart_backoff_initial  # it served a while: not a crash loop
             logger.warning("upstream %s is unavailable (%s); reconnecting in %.2fs", self.name, error, backoff)
@@ -203,6 +210,7 @@ class Upstream:
                     self.state = UpstreamState.HEALTHY
                     self.last_error = None
                     self._ready.set()
+                    self._settled.set()
                     logger.info(
                         "upstream %s connected over %s with %d tools", self.name, self.transport, len(self.tools)
                     )
@@ -541,6 +549,7 @@ class UpstreamPool:
         scope, done = running
         scope.cancel()
         await done.wait()
+        upstream._settled.set()  # nobody waits for a start that will not end
         return upstream
 
     async def wait_started(self) -> None:
@@ -548,6 +557,13 @@ class UpstreamPool:
         async with anyio.create_task_group() as tg:
             for upstream in self.upstreams.values():
                 tg.start_soon(upstream.wait_started)
+
+    async def wait_settled(self) -> None:
+        """Wait until every upstream's first start has ended, late ones included (each bounded by START_GRACE
+        times start_timeout)."""
+        async with anyio.create_task_group() as tg:
+            for upstream in list(self.upstreams.values()):
+                tg.start_soon(upstream.wait_settled)
 
     async def __aexit__(self, *exc_info: object) -> None:
         assert self._tg is not None

@@ -113,10 +113,12 @@ async def test_search_finds_the_tools_indexed_so_far_and_the_log_shows_progress(
 
 
 async def test_routed_indexing_waits_until_every_upstream_has_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Embedding a large catalog takes a core for a minute, and loading the embedder holds the interpreter: while
-    an upstream is still starting, neither happens (the tools of those already started are not embedded yet);
-    once every upstream has started, the index covers them all."""
-    servers = {"fast": faulty(start_timeout=60), "slow": library("--start-delay", "4", start_timeout=60)}
+    """Embedding a large catalog takes a core for minutes, and loading the embedder holds the interpreter: while
+    an upstream is still starting, neither happens (the tools of those already started are not embedded yet),
+    even once it is late (past its start_timeout: tools/list no longer waits for it); once every upstream has
+    started, the index covers them all."""
+    slow = library("--start-delay", "4", start_timeout=3)  # late at 3 s, abandoned only at 12 s
+    servers = {"fast": faulty(start_timeout=60), "slow": slow}
     config = make_config(tmp_path, servers, mode="routed", embedder="hashing")
     async with Gateway(config) as gateway:
         asked: list[dict[str, UpstreamState]] = []
@@ -132,11 +134,13 @@ async def test_routed_indexing_waits_until_every_upstream_has_started(tmp_path: 
         with anyio.fail_after(30):
             while fast.state is not UpstreamState.HEALTHY:
                 await anyio.sleep(0.02)
-        assert "fast__echo" in gateway.catalog and slow.state is UpstreamState.STARTING
+        assert "fast__echo" in gateway.catalog and slow.state is not UpstreamState.HEALTHY
         assert gateway.index_status() == {"loaded": False, "searchable": 0, "current": False}
         await gateway.wait_ready()
         with anyio.fail_after(30):
-            while not gateway.indexer.current:
+            while not gateway.indexer.current or slow.state is not UpstreamState.HEALTHY:
                 await anyio.sleep(0.02)
+        assert slow.restarts == 0 and "slow__echo" in gateway.catalog
         assert gateway.index_status() == {"loaded": True, "searchable": len(gateway.catalog), "current": True}
-        assert asked and all(UpstreamState.STARTING not in states.values() for states in asked)
+        healthy = {"fast": UpstreamState.HEALTHY, "slow": UpstreamState.HEALTHY}
+        assert asked and all(states == healthy for states in asked)

@@ -5,8 +5,9 @@ each round, so every kind sees the same machine load):
 
 - direct: every stdio server of the config launched at the same time by the official `mcp.Client` (handshake era,
   the environment the gateway would give it: `environment.upstream_environment`), no gateway. Per server: seconds to
-  its tools/list answer (every page); then seconds until all have answered. Each server stays up until all have
-  answered, as under the gateway;
+  its tools/list answer (every page), then to its other lists (resources, templates, prompts, those it declares: what
+  the gateway lists before it calls a server healthy); then seconds until all have answered tools/list, and until
+  all have answered every list. Each server stays up until all have answered, as under the gateway;
 - gateway (one per mode, passthrough and routed): `nexus-gateway serve --transport http --port 0` with a fresh state
   dir. From its launch: when it listens, when each upstream is first healthy and when all are (`/healthz`, polled),
   when its first tools/list over `/mcp` is answered, when the index covers the catalog (`/healthz` `index`), how
@@ -38,6 +39,7 @@ import httpx
 import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from nexus_gateway.config import GatewayConfig, StdioServer, load_config
 from nexus_gateway.environment import upstream_environment
@@ -69,6 +71,8 @@ async def direct(config: GatewayConfig, *, timeout: float, errlog: TextIO) -> di
                 async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
                     tools = await _all_tools(client)
                     settled(name, {"ok": True, "tools": tools, "seconds": round(time.monotonic() - began, 2)})
+                    await _optional_lists(client)  # what the gateway lists too before it calls a server healthy
+                    outcomes[name]["all_lists_seconds"] = round(time.monotonic() - began, 2)
                     scope.deadline = float("inf")
                     await everyone_answered.wait()  # up until every server has answered, as under a gateway
             if scope.cancelled_caught and name not in outcomes:
@@ -82,6 +86,7 @@ async def direct(config: GatewayConfig, *, timeout: float, errlog: TextIO) -> di
         for name, spec in servers.items():
             group.start_soon(one, name, spec)
     answered = [outcome["seconds"] for outcome in outcomes.values() if outcome["ok"]]
+    listed = [outcome["all_lists_seconds"] for outcome in outcomes.values() if "all_lists_seconds" in outcome]
     client_cpu = round(_cpu_seconds(psutil.Process()) - cpu, 1)
     return {
         "kind": "direct",
@@ -89,9 +94,21 @@ async def direct(config: GatewayConfig, *, timeout: float, errlog: TextIO) -> di
         "answered": len(answered),
         "of": len(servers),
         "seconds_to_all_answered": max(answered) if answered else None,
+        "seconds_to_all_listed": max(listed) if listed else None,
         "client_cpu_s": client_cpu,
         "load_average_after": os.getloadavg(),
     }
+
+
+async def _optional_lists(client: Client) -> None:
+    """resources/list, resources/templates/list and prompts/list, those the server declares, as the gateway does
+    (a failure is ignored, as the gateway serves that list empty)."""
+    capabilities = client.server_capabilities
+    fetches = [client.list_resources, client.list_resource_templates] if capabilities.resources else []
+    fetches += [client.list_prompts] if capabilities.prompts else []
+    for fetch in fetches:
+        with contextlib.suppress(MCPError):
+            await fetch()
 
 
 async def _all_tools(client: Client) -> int:
@@ -348,7 +365,10 @@ def _document(
 def summarize(runs: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[str, Any]:
     """Per mode: each round's gateway all-healthy minus that round's direct all-answered, and the ratio."""
     direct_by_round = {run["round"]: run["seconds_to_all_answered"] for run in runs if run["kind"] == "direct"}
-    summary: dict[str, Any] = {"direct_all_answered_s": list(direct_by_round.values())}
+    summary: dict[str, Any] = {
+        "direct_all_answered_s": list(direct_by_round.values()),
+        "direct_all_listed_s": [run.get("seconds_to_all_listed") for run in runs if run["kind"] == "direct"],
+    }
     for mode in modes:
         rows = [run for run in runs if run["kind"] == f"gateway-{mode}"]
         constants, ratios = [], []
