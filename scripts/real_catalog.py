@@ -8,7 +8,9 @@
    state dir) and warm (the state dir the cold run left). /healthz is polled every second until every expected
    server is healthy (or --wait runs out): wall time to healthy, healthy vs expected, RSS of the gateway and of its
    children, then tools/list over /mcp, and for each expected server that is not healthy, its state and log lines.
-Writes docs/results/real-catalog.json.
+Writes docs/results/real-catalog.json. The time to healthy here is not comparable with the direct probe (one server
+at a time, a few at once); `nexus-gateway bench startup CONFIG` compares the gateway's start with every server
+started directly and all at once, in interleaved rounds.
 """
 
 from __future__ import annotations

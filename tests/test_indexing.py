@@ -17,7 +17,7 @@ from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
 from nexus_gateway.server.app import build_server
 from nexus_gateway.upstream import UpstreamState
-from tests.conftest import faulty, make_config, text_of
+from tests.conftest import faulty, library, make_config, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -110,3 +110,37 @@ async def test_search_finds_the_tools_indexed_so_far_and_the_log_shows_progress(
             assert "index: 4 tools searchable" in caplog.text
     finally:
         embedder.release.set()
+
+
+async def test_routed_indexing_waits_until_every_upstream_has_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Embedding a large catalog takes a core for minutes, and loading the embedder holds the interpreter: while
+    an upstream is still starting, neither happens (the tools of those already started are not embedded yet),
+    even once it is late (past its start_timeout: tools/list no longer waits for it); once every upstream has
+    started, the index covers them all."""
+    slow = library("--start-delay", "4", start_timeout=3)  # late at 3 s, abandoned only at 12 s
+    servers = {"fast": faulty(start_timeout=60), "slow": slow}
+    config = make_config(tmp_path, servers, mode="routed", embedder="hashing")
+    async with Gateway(config) as gateway:
+        asked: list[dict[str, UpstreamState]] = []
+        request = gateway.indexer.request
+
+        def recorded() -> None:
+            asked.append({upstream.name: upstream.state for upstream in gateway.pool.upstreams.values()})
+            request()
+
+        monkeypatch.setattr(gateway.indexer, "request", recorded)
+        fast, slow = gateway.pool.get("fast"), gateway.pool.get("slow")
+        assert fast is not None and slow is not None
+        with anyio.fail_after(30):
+            while fast.state is not UpstreamState.HEALTHY:
+                await anyio.sleep(0.02)
+        assert "fast__echo" in gateway.catalog and slow.state is not UpstreamState.HEALTHY
+        assert gateway.index_status() == {"loaded": False, "searchable": 0, "current": False}
+        await gateway.wait_ready()
+        with anyio.fail_after(30):
+            while not gateway.indexer.current or slow.state is not UpstreamState.HEALTHY:
+                await anyio.sleep(0.02)
+        assert slow.restarts == 0 and "slow__echo" in gateway.catalog
+        assert gateway.index_status() == {"loaded": True, "searchable": len(gateway.catalog), "current": True}
+        healthy = {"fast": UpstreamState.HEALTHY, "slow": UpstreamState.HEALTHY}
+        assert asked and all(states == healthy for states in asked)

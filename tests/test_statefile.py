@@ -41,3 +41,11 @@ def test_unwritable_state_directory_is_a_warning_not_an_error(tmp_path: Path, ca
     assert save_json(blocker / "state.json", {"a": 1}) is False
     assert "could not write state file" in caplog.text
     assert blocker.read_text() == "not a directory"
+
+
+def test_state_is_written_as_compact_json(tmp_path: Path) -> None:
+    """Indenting turns off the json module's C encoder, and the pin store (all the tools' schemas) is written
+    once per upstream listing: compact JSON is what keeps a start with dozens of upstreams off the event loop."""
+    path = tmp_path / "state.json"
+    assert save_json(path, {"tools": {"a": {"inputSchema": {"type": "object"}}}, "format": 1})
+    assert path.read_bytes() == b'{"format":1,"tools":{"a":{"inputSchema":{"type":"object"}}}}'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +15,7 @@ from nexus_gateway.cli._run import App
 
 app = App(help="Benchmarks (JSON output; compare ratios measured in the same run).", no_args_is_help=True)
 out = Console()
+err = Console(stderr=True)
 app.command("fidelity")(engine_cli.fidelity)
 app.command("ttft")(engine_cli.ttft)
 app.command("memory")(engine_cli.memory)
@@ -124,6 +125,45 @@ def load(
     if json_out:
         json_out.write_text(text + "\n")
     out.print_json(text)
+
+
+@app.command()
+def startup(
+    config: Annotated[Path, typer.Argument(help="Gateway config whose servers are started.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    modes: Annotated[str, typer.Option(help="Gateway modes to start, comma-separated.")] = "passthrough,routed",
+    rounds: Annotated[int, typer.Option(min=1, help="Interleaved rounds (direct and each mode once per round).")] = 2,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds one start may take in all.")] = 240.0,
+    setting: Annotated[
+        list[str], typer.Option("--set", help="NEXUS_NAME=VALUE for the gateway runs (e.g. NEXUS_START_TIMEOUT=60).")
+    ] = [],  # noqa: B006
+) -> None:
+    """Time to all healthy of the gateway (per mode) against the same servers started directly and all at once
+    with the official client; the difference per round is the gateway's constant."""
+    from nexus_gateway.bench.startup import run
+
+    chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    if not chosen or any(mode not in ("passthrough", "routed") for mode in chosen):
+        raise typer.BadParameter("passthrough, routed or passthrough,routed", param_hint="--modes")
+    if any("=" not in item for item in setting):
+        raise typer.BadParameter("NAME=VALUE", param_hint="--set")
+    env = dict(item.split("=", 1) for item in setting)
+
+    def report(result: dict[str, Any]) -> None:
+        seconds = result.get("seconds_to_all_answered", result.get("seconds_to_all_healthy"))
+        extra = ""
+        if result["kind"] != "direct":
+            extra = (
+                f", first tools/list {result['seconds_to_first_tools_list']} s, index ready "
+                f"{result['seconds_to_index_ready']} s, restarts {sum(map(len, result['restarts'].values()))}"
+            )
+        done = result.get("answered", result.get("healthy"))
+        err.print(
+            f"round {result['round']} {result['kind']}: {done}/{result['of']} in {seconds} s{extra}", soft_wrap=True
+        )
+
+    result = run(config, modes=chosen, rounds=rounds, timeout=timeout, env=env, progress=report, json_out=json_out)
+    out.print_json(json.dumps(result["summary"]))
 
 
 @app.command("run")

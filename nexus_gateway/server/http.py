@@ -181,6 +181,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
             "tools": len(gateway.catalog),
             "upstreams": {status.name: status.state.value for status in statuses},
             "quarantined": gateway.quarantined(),
+            "index": gateway.index_status(),
             "http_sessions": sessions.open_sessions,
         }
         return JSONResponse(body)

@@ -1,6 +1,10 @@
+import uuid
 from pathlib import Path
 
+import pytest
+
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.routing import bm25, hybrid
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.hybrid import HybridRetriever, build_retriever
@@ -71,3 +75,21 @@ def test_a_gguf_embedder_named_in_the_config_routes_through_the_hybrid_index(tmp
     retriever.index([weather, mail])
     assert retriever.search("what is the weather forecast for Paris", 2)[0].name == weather.name
     assert (tmp_path / f"index-gguf_{model.name}.npz").is_file()  # the vectors persist like any embedder's
+
+
+def test_a_growing_index_tokenizes_each_tool_text_once(monkeypatch: pytest.MonkeyPatch):
+    """A cold start publishes the index after every batch it embeds, each time with a fresh BM25 over every tool
+    embedded so far: each tool's text is still tokenized once, not once per publication."""
+    monkeypatch.setattr(hybrid, "INDEX_BATCH", 2)
+    fresh = uuid.uuid4().hex  # texts no index in this process has seen
+    records = [record("s", f"tool_{i}", f"Tool {fresh} number {i}", arg=f"Argument {i}") for i in range(10)]
+    tokenized: list[str] = []
+    real = bm25.tokenize
+
+    def counting(text: str) -> list[str]:
+        tokenized.append(text)
+        return real(text)
+
+    monkeypatch.setattr(bm25, "tokenize", counting)
+    HybridRetriever(make_embedder("hashing")).index(records)
+    assert len(tokenized) == len(set(tokenized)) == len(records)
