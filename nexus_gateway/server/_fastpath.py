@@ -266,7 +266,8 @@ class StdioFastPath:
         if isinstance(result, BaseModel):
             wire: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         elif self._era == "legacy" and "resultType" not in result:
-            return result  # the upstream's result as it came: nothing to add or take away
+            passed: dict[str, Any] = result  # the upstream's result as it came: nothing to add or take away
+            return passed
         else:
             wire = dict(result)
         if self._era == "legacy":
