@@ -1,4 +1,4 @@
-"""Benchmark inputs: real tool schemas with a request each, and session history of an exact depth."""
+"""Benchmark inputs: real tool schemas with a request each, and session history of (at least) a given depth."""
 
 from __future__ import annotations
 
@@ -48,13 +48,24 @@ def load_cases(tools: Path, cases: Path, *, count: int, offset: int = 0, exact: 
 
 
 def history(runtime: Runtime, turns: Sequence[BenchCase], depth: int) -> list[int]:
-    """Exactly `depth` tokens of earlier exchanges (other requests and their arguments), cut at the end."""
+    """Earlier exchanges (other requests and their arguments) as a session holds them: whole turns, each
+    tokenized on its own as `Runtime.append_turn` does, repeated in order until there are at least `depth`
+    tokens. Never cut inside a turn: a history that ended inside a JSON string (`"https://`) would make
+    the prefilled tool text read as the rest of that string, which no real session does, and the
+    splice-vs-prefill gap measured there would be that artefact. So the tokens run past `depth` by less
+    than one turn; a policy that trusts a depth measured this way is measured at least that deep."""
     if depth == 0:
         return []
-    text = "".join(runtime.layout.turn_text(Turn(case.query, case.arguments)) for case in turns)
-    tokens = runtime.model.tokenize(text, special=True)
-    if not tokens:
+    encoded = [
+        runtime.model.tokenize(runtime.layout.turn_text(Turn(case.query, case.arguments)), special=True)
+        for case in turns
+    ]
+    if not any(encoded):
         raise ConfigError("no history text to build session depth from")
+    tokens: list[int] = []
     while len(tokens) < depth:
-        tokens = tokens + tokens
-    return tokens[:depth]
+        for turn in encoded:
+            tokens += turn
+            if len(tokens) >= depth:
+                break
+    return tokens

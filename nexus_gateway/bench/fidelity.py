@@ -1,6 +1,7 @@
 """How close a spliced block comes to prefilling the same text, by depth and recompute fraction.
 
-For each depth, one session holds the preamble and `depth` tokens of earlier exchanges. For each case
+For each depth, one session holds the preamble and at least `depth` tokens of earlier exchanges (whole
+turns, as a real session holds them: bench/_cases.history). For each case
 (a real tool and its request) the tool text is placed into a copy of that session in several ways:
 
     prefill     decode the text (the reference)

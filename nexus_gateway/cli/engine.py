@@ -154,6 +154,7 @@ def _upstream_records(cfg: GatewayConfig) -> list[Any]:
 
 @calibrate_app.command("splice")
 def calibrate_splice(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the cells and the policy here.")] = None,
     tools: ToolsData = _SHIPPED / "tools.json",
     cases: CasesData = _SHIPPED / "cases.jsonl",
     count: Annotated[int, typer.Option(help="Tools (one request each) to calibrate on.")] = 16,
@@ -161,6 +162,7 @@ def calibrate_splice(
     depths: Annotated[str, typer.Option(help="Depths to measure.")] = "0,64,128,256,512,1024,2048",
     fractions: Annotated[str, typer.Option(help="Recompute fractions R below 1 to try.")] = "0,0.25,0.5",
     kl_target: Annotated[float, typer.Option(help="Mean KL (nats) a splice may differ from prefill by.")] = 0.01,
+    greedy_tokens: Annotated[int, typer.Option("--greedy", help="Greedy tokens compared with prefill's.")] = 32,
     quick: Annotated[bool, typer.Option(help="8 tools, depths 0,64,256,1024, 16 greedy tokens.")] = False,
     config: ConfigOpt = None,
     compiled: CompiledOpt = None,
@@ -177,7 +179,7 @@ def calibrate_splice(
     settings, root, _ = _setup(
         log_level, config, model=model, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers, compiled=compiled
     )
-    depth_list, greedy = (_ints(depths), 32) if not quick else ([0, 64, 256, 1024], 16)
+    depth_list, greedy = (_ints(depths), greedy_tokens) if not quick else ([0, 64, 256, 1024], 16)
     chosen, others = _bench_cases(tools, cases, 8 if quick else count, offset)
 
     def job(rt: Runtime) -> dict[str, Any]:
@@ -196,6 +198,8 @@ def calibrate_splice(
         assert rt.store is not None
         path = save_policy(rt.store.directory, result.policy)
         return {
+            "model": f"{rt.model_file.label} ({rt.model.info.description})",
+            "kl_target": kl_target,
             "policy": result.policy.to_json(),
             "needed": result.needed,
             "path": str(path),
@@ -203,6 +207,7 @@ def calibrate_splice(
         }
 
     result = _on_engine(settings, root, job)
+    _write(json_out, result)
     table = Table(title=f"splice fidelity (target: mean KL <= {kl_target}, 100% top-1 and greedy)")
     for column in ("depth", "R", "KL mean", "top-1", "greedy", "passes"):
         table.add_column(column)
