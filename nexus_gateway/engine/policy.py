@@ -9,8 +9,10 @@ text (n_past minus the anchor). A fresh session is depth 0, where a splice is ex
 
 R comes from `curve`, knots (depth, R) read as a step: a depth takes the R of the first knot at or beyond
 it, so a depth between two calibrated depths gets the larger, safer fraction. Without knots R rises
-linearly from 0 at P to 1 at D. The defaults (P = 0, D = 1) splice only at depth 0, which is exact; other
-values come from `nexus-gateway calibrate splice` and live in `splice_policy.json` beside the blocks.
+linearly from 0 at P to 1 at D. The defaults (P = 0, D = 1) splice only at depth 0, which is exact. A
+packaged model ships the values calibrated for it (engine/models.py, `PackagedModel.splice`); a
+`nexus-gateway calibrate splice` run on this machine stores its own in `splice_policy.json` beside the
+blocks, which then takes precedence.
 """
 
 from __future__ import annotations
@@ -87,16 +89,18 @@ class SplicePolicy:
         )
 
 
-def load_policy(directory: Path) -> SplicePolicy:
-    """The calibrated policy stored beside the blocks, the default when there is none (or it is unreadable)."""
+def load_policy(directory: Path, fallback: SplicePolicy | None = None) -> SplicePolicy:
+    """The calibrated policy stored beside the blocks; else `fallback` (the model's shipped one), else the
+    default (also when the file is unreadable)."""
     path = directory / POLICY_FILE
+    otherwise = fallback or SplicePolicy()
     if not path.exists():
-        return SplicePolicy()
+        return otherwise
     try:
         return SplicePolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        logger.warning("ignoring unreadable splice policy %s (%s); splicing only at depth 0", path, exc)
-        return SplicePolicy()
+        logger.warning("ignoring unreadable splice policy %s (%s); using: %s", path, exc, otherwise.source)
+        return otherwise
 
 
 def save_policy(directory: Path, policy: SplicePolicy) -> Path:

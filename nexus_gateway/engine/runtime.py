@@ -18,6 +18,7 @@ from nexus_gateway.engine import Turn
 from nexus_gateway.engine.blocks import block_key
 from nexus_gateway.engine.llama import ContextSettings, LlamaContext, LlamaModel
 from nexus_gateway.engine.model import ModelFile, fingerprint, resolve_model
+from nexus_gateway.engine.models import shipped_policy
 from nexus_gateway.engine.policy import SplicePolicy, load_policy
 from nexus_gateway.engine.prompt import PromptLayout, layout_for, signature_text, tool_text
 from nexus_gateway.engine.settings import EngineSettings
@@ -54,7 +55,8 @@ class Runtime:
         self.fingerprint = fingerprint(model_file, ctx.settings.kv_layout())
         self.store = BlockStore(compiled_root, self.fingerprint) if compiled_root is not None else None
         if policy is None:
-            policy = load_policy(self.store.directory) if self.store else SplicePolicy()
+            shipped = shipped_policy(model_file.sha256)
+            policy = load_policy(self.store.directory, shipped) if self.store else shipped
         self.preamble = model.tokenize(self.layout.preamble, bos=True, special=True)
         self.anchor = len(self.preamble)
         self.scratch = ctx.settings.n_seq_max - 1

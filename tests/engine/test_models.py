@@ -11,6 +11,7 @@ import pytest
 from nexus_gateway.engine.llama import LlamaModel
 from nexus_gateway.engine.model import resolve_model, sha256_file
 from nexus_gateway.engine.models import DEFAULT_MODEL, MODELS, PackagedModel, Part, assemble, is_verified
+from nexus_gateway.engine.policy import SplicePolicy
 from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, layout_for
 from nexus_gateway.errors import EngineError
 
@@ -34,6 +35,7 @@ def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pieces: list[byt
         "size": len(whole),
         "sha256": hashlib.sha256(whole).hexdigest(),
         "install": "pip install fake-model",
+        "splice": SplicePolicy(),
     }
     return PackagedModel(**{**fields, **overrides})
 
@@ -99,3 +101,12 @@ def test_the_chatml_layout_puts_the_tool_in_the_system_turn_and_the_request_in_t
     system, user, assistant = prompt.split("<|im_start|>")[1:]
     assert system.startswith("system\n") and "Tool: get_weather" in system and system.endswith("<|im_end|>\n")
     assert user == "user\nweather in Paris<|im_end|>\n" and assistant == 'assistant\n{"'
+
+
+def test_every_packaged_model_ships_its_splice_policy_and_the_engine_picks_it_by_file_hash():
+    from nexus_gateway.engine.models import shipped_policy
+
+    for model in MODELS.values():
+        assert shipped_policy(model.sha256) is model.splice
+        assert model.splice.source.startswith(f"shipped for {model.name}")
+    assert shipped_policy("0" * 64) == SplicePolicy()

@@ -74,3 +74,15 @@ def test_policy_round_trips_through_its_file_and_a_broken_file_falls_back_to_the
 def test_policy_rejects_thresholds_in_the_wrong_order():
     with pytest.raises(ValueError):
         SplicePolicy(P=10, D=10)
+
+
+def test_without_a_calibration_file_the_models_shipped_policy_applies_and_a_file_beside_the_blocks_wins(
+    tmp_path: Path,
+):
+    shipped = SplicePolicy(P=0, D=1, kl_target=0.01, source="shipped")
+    assert load_policy(tmp_path, shipped) == shipped
+    (tmp_path / "splice_policy.json").write_text("{not json")
+    assert load_policy(tmp_path, shipped) == shipped
+    local = SplicePolicy(P=64, D=129, kl_target=0.01, source="calibrated here")
+    save_policy(tmp_path, local)
+    assert load_policy(tmp_path, shipped) == local

@@ -96,3 +96,10 @@ async def test_an_engine_that_cannot_load_its_model_raises_a_user_error(tmp_path
     with anyio.fail_after(30), pytest.raises(EngineError, match="model file not found"):
         async with LocalEngine(settings(model=str(tmp_path / "missing.gguf")), compiled_root=tmp_path):
             pass
+
+
+def test_the_engine_splices_by_the_policy_shipped_for_its_model_when_none_was_calibrated_here(runtime: Runtime):
+    from nexus_gateway.engine.models import DEFAULT_MODEL, MODELS
+
+    assert runtime.store is not None and not (runtime.store.directory / "splice_policy.json").exists()
+    assert runtime.policy is MODELS[DEFAULT_MODEL].splice
