@@ -10,20 +10,23 @@ every upstream has had its first start (and on exit); on Linux it also dies with
 Only as many servers as there are start slots are started early, so `max_concurrent_starts` keeps its
 meaning.
 
-The pipes of an adopted process are non-blocking file descriptors driven by the event loop
-(`anyio.wait_readable`/`wait_writable`): the same readiness-based I/O an `anyio.open_process` pipe does.
+An upstream started early gets a Unix socket pair for its stdin and another for its stdout, as libuv
+gives a process uvloop starts (the gateway's loop), and the gateway's ends become asyncio streams: the
+hot path does the same work for an adopted process as for one the pool started.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import IO, TextIO
+from typing import TextIO
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
@@ -36,6 +39,8 @@ from nexus_gateway.switches import ServerSwitches
 logger = logging.getLogger(__name__)
 
 _READ = 1 << 16
+_BUFFER = 1 << 20
+"""What stdout's reader holds before it stops reading from the pipe (asyncio pauses at twice this)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,19 @@ def first_launches(config: GatewayConfig) -> list[Launch]:
     ][: config.nexus.max_concurrent_starts]
 
 
-_waiting: dict[Launch, list[subprocess.Popen[bytes]]] = {}
+@dataclass(frozen=True)
+class _Started:
+    popen: subprocess.Popen[bytes]
+    stdin: socket.socket
+    stdout: socket.socket
+    """The gateway's ends of the process's stdin and stdout."""
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.stdout.close()
+
+
+_waiting: dict[Launch, list[_Started]] = {}
 """The processes started early, by command (two servers may run the same one)."""
 
 
@@ -78,12 +95,14 @@ def prelaunch(launches: Iterable[Launch], errlog: TextIO) -> int:
     started = 0
     for launch in launches:
         env = dict(launch.env)
+        stdin, their_stdin = socket.socketpair()
+        stdout, their_stdout = socket.socketpair()
         try:
             argv = launch_argv(launch.command, list(launch.args), env, launch.cwd)
             popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdin=their_stdin.fileno(),
+                stdout=their_stdout.fileno(),
                 stderr=errlog,
                 env=env,
                 cwd=launch.cwd,
@@ -91,50 +110,71 @@ def prelaunch(launches: Iterable[Launch], errlog: TextIO) -> int:
             )
         except OSError as exc:
             logger.debug("not starting %s early: %s", launch.command, exc)
+            stdin.close()
+            stdout.close()
             continue
-        _waiting.setdefault(launch, []).append(popen)
+        finally:
+            their_stdin.close()
+            their_stdout.close()
+        _waiting.setdefault(launch, []).append(_Started(popen, stdin, stdout))
         started += 1
     return started
 
 
-def adopt(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> Process | None:
+async def adopt(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> Process | None:
     """The waiting process started for exactly this command, or None."""
     key = Launch.of(command, args, env, cwd)
     waiting = _waiting.get(key)
     if not waiting:
         return None
-    popen = waiting.pop(0)
+    started = waiting.pop(0)
     if not waiting:
         del _waiting[key]
-    logger.debug("took the process started early for %s (pid %d)", command, popen.pid)
-    return AdoptedProcess(popen)
+    logger.debug("took the process started early for %s (pid %d)", command, started.popen.pid)
+    return await AdoptedProcess.attach(started)
 
 
 def discard() -> int:
     """End every waiting process nobody adopted; how many there were."""
-    unused = [popen for waiting in _waiting.values() for popen in waiting]
+    unused = [started for waiting in _waiting.values() for started in waiting]
     _waiting.clear()
     if unused:
         logger.info("ending %d upstream process(es) started early that the gateway did not use", len(unused))
-    for popen in unused:
+    for started in unused:
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        for pipe in (popen.stdin, popen.stdout):
-            if pipe is not None:
-                pipe.close()
+            os.killpg(started.popen.pid, signal.SIGKILL)
+        started.close()
         with suppress(subprocess.TimeoutExpired):
-            popen.wait(timeout=1.0)
+            started.popen.wait(timeout=1.0)
     return len(unused)
 
 
 class AdoptedProcess(Process):
-    """A `subprocess.Popen` behind anyio's `Process` interface, its pipes on the event loop."""
+    """A `subprocess.Popen` behind anyio's `Process` interface, its stdin and stdout asyncio streams over
+    Unix sockets. `stream_writer` is stdin's `asyncio.StreamWriter`, for the upstream's line writer
+    (`stdio_client._line_writer`), as for a process anyio started."""
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        assert popen.stdin is not None and popen.stdout is not None
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        reader: asyncio.StreamReader,
+        source: asyncio.StreamWriter,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         self._popen = popen
-        self._stdin = _PipeSend(popen.stdin)
-        self._stdout = _PipeReceive(popen.stdout)
+        self.stream_writer = writer
+        self._stdin = _WriterStream(writer)
+        self._stdout = _ReaderStream(reader, source)
+
+    @classmethod
+    async def attach(cls, started: _Started) -> AdoptedProcess:
+        try:
+            reader, source = await asyncio.open_unix_connection(sock=started.stdout, limit=_BUFFER)
+            _, writer = await asyncio.open_unix_connection(sock=started.stdin)
+        except BaseException:
+            started.close()
+            raise
+        return cls(started.popen, reader, source, writer)
 
     async def aclose(self) -> None:
         await self._stdin.aclose()
@@ -176,59 +216,42 @@ class AdoptedProcess(Process):
         return None
 
 
-class _PipeReceive(ByteReceiveStream):
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
+class _ReaderStream(ByteReceiveStream):
+    def __init__(self, reader: asyncio.StreamReader, connection: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._connection = connection
+        self._closed = False
 
     async def receive(self, max_bytes: int = _READ) -> bytes:
-        while True:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            if not data:
-                raise anyio.EndOfStream
-            return data
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            data = await self._reader.read(max_bytes)
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+        if not data:
+            raise anyio.ClosedResourceError if self._closed else anyio.EndOfStream
+        return data
 
     async def aclose(self) -> None:
-        if not self._pipe.closed:
-            anyio.notify_closing(self._fd)
-            self._pipe.close()
+        if not self._closed:
+            self._closed = True
+            self._connection.close()  # a pending read ends with EOF
 
 
-class _PipeSend(ByteSendStream):
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
-        self._lock = anyio.Lock(fast_acquire=True)  # a line goes out whole even when the pipe is full
+class _WriterStream(ByteSendStream):
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
 
     async def send(self, item: bytes) -> None:
-        async with self._lock:
-            await self._send(item)
-
-    async def _send(self, item: bytes) -> None:
-        view = memoryview(item)
-        while view:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
-            try:
-                written = os.write(self._fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-                continue
-            except OSError as exc:  # BrokenPipeError: the upstream closed its stdin
-                raise anyio.BrokenResourceError from exc
-            view = view[written:]
+        if self._writer.is_closing():
+            raise anyio.BrokenResourceError
+        try:
+            self._writer.write(item)  # the whole line into the transport's buffer: lines never interleave
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:  # uvloop raises RuntimeError for a closed transport
+            raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
-        if not self._pipe.closed:
-            anyio.notify_closing(self._fd)
-            self._pipe.close()
+        if not self._writer.is_closing():
+            self._writer.close()

@@ -93,7 +93,7 @@ async def stdio_upstream(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Spawn the upstream and yield (read stream, write stream) of `SessionMessage`s for `mcp.Client`;
     `direct`, when given, is attached to the process's pipes while they are open (`_direct.py`)."""
-    process = adopt(spec.command, spec.args, spec.env, spec.cwd) or await spawn(
+    process = await adopt(spec.command, spec.args, spec.env, spec.cwd) or await spawn(
         spec.command, spec.args, spec.env, spec.cwd, errlog
     )
     # No await between the spawn and the task group's shielded finally, or a cancellation would leak it.
@@ -190,7 +190,7 @@ def _line_writer(process: Process, stdin: Any) -> Callable[[bytes], Awaitable[No
     On asyncio the line goes straight to the process's `StreamWriter`, waiting only while the pipe's
     buffer is over its high-water mark: anyio's `send` also yields to the event loop after every write,
     a loop iteration per direct call for nothing (the line is already in the kernel's pipe or the buffer)."""
-    raw = getattr(getattr(process, "_process", None), "stdin", None)
+    raw = getattr(getattr(process, "_process", None), "stdin", None) or getattr(process, "stream_writer", None)
     if not isinstance(raw, asyncio.StreamWriter):
         return cast("Callable[[bytes], Awaitable[None]]", stdin.send)
 

@@ -59,16 +59,16 @@ async def test_a_server_switched_off_at_run_time_is_not_started_early(tmp_path: 
     assert [launch.args for launch in launches] == [tuple(faulty()["args"])]
 
 
-def test_a_changed_command_is_not_adopted_and_an_unadopted_process_is_ended():
+async def test_a_changed_command_is_not_adopted_and_an_unadopted_process_is_ended():
     launch = Launch.of(sys.executable, ["-c", "import sys; sys.stdin.read()"], {"PATH": "/usr/bin"}, None)
     assert prelaunch([launch], sys.stderr) == 1
     ((waiting,),) = _prelaunch._waiting.values()
     try:
-        assert adopt(launch.command, list(launch.args), {"PATH": "/usr/bin", "EXTRA": "1"}, None) is None
-        assert adopt(launch.command, list(launch.args), {"PATH": "/usr/bin"}, "/tmp") is None
+        assert await adopt(launch.command, list(launch.args), {"PATH": "/usr/bin", "EXTRA": "1"}, None) is None
+        assert await adopt(launch.command, list(launch.args), {"PATH": "/usr/bin"}, "/tmp") is None
     finally:
         assert discard() == 1
-    assert waiting.poll() is not None and not _prelaunch._waiting
+    assert waiting.popen.poll() is not None and not _prelaunch._waiting
 
 
 def test_a_command_that_cannot_start_is_left_to_the_pool():
@@ -80,7 +80,7 @@ async def test_an_adopted_process_reads_writes_and_ends_like_a_spawned_one():
     echo_upper = "import sys\nfor line in sys.stdin: print(line.upper(), end='', flush=True)"
     launch = Launch.of(sys.executable, ["-c", echo_upper], {"PATH": "/usr/bin"}, None)
     assert prelaunch([launch], sys.stderr) == 1
-    process = adopt(launch.command, list(launch.args), dict(launch.env), None)
+    process = await adopt(launch.command, list(launch.args), dict(launch.env), None)
     assert process is not None
     received = bytearray()
     with anyio.fail_after(20):
