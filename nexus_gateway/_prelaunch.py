@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -91,7 +92,10 @@ _waiting: dict[Launch, list[_Started]] = {}
 
 def prelaunch(launches: Iterable[Launch], errlog: TextIO) -> int:
     """Start each command now, to be adopted later; how many started. A command that cannot start is
-    left to the pool, which reports it the usual way."""
+    left to the pool, which reports it the usual way. Not on Windows, where the pool starts every upstream
+    through the SDK's transport (Job Objects, PATHEXT)."""
+    if sys.platform == "win32":  # pragma: no cover
+        return 0
     started = 0
     for launch in launches:
         env = dict(launch.env)
