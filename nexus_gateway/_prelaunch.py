@@ -85,6 +85,12 @@ class _Started:
         self.stdin.close()
         self.stdout.close()
 
+    def end(self) -> None:
+        """Kill the process's whole group (it leads one) and let go of its sockets."""
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.close()
+
 
 _waiting: dict[Launch, list[_Started]] = {}
 """The processes started early, by command (two servers may run the same one)."""
@@ -145,9 +151,7 @@ def discard() -> int:
     if unused:
         logger.info("ending %d upstream process(es) started early that the gateway did not use", len(unused))
     for started in unused:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(started.popen.pid, signal.SIGKILL)
-        started.close()
+        started.end()
         with suppress(subprocess.TimeoutExpired):
             started.popen.wait(timeout=1.0)
     return len(unused)
@@ -176,7 +180,9 @@ class AdoptedProcess(Process):
             reader, source = await asyncio.open_unix_connection(sock=started.stdout, limit=_BUFFER)
             _, writer = await asyncio.open_unix_connection(sock=started.stdin)
         except BaseException:
-            started.close()
+            # Cancelled (the gateway is stopping) before `stdio_client` owns it: end the group here, or an
+            # upstream that exits when its stdin closes would leave what it started behind.
+            started.end()
             raise
         return cls(started.popen, reader, source, writer)
 

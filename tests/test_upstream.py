@@ -156,11 +156,12 @@ async def test_a_start_that_never_answers_is_abandoned_only_at_four_times_start_
     launched again once START_GRACE times `start_timeout` has passed."""
     assert START_GRACE == 4
     config = make_config(tmp_path, {"stuck": faulty("--hang-start", start_timeout=1.0)}, mode="passthrough")
+    earlier = {process.pid for process in _faulty_processes()}  # another test's, still stopping
     async with Gateway(config) as gateway:
         await gateway.wait_ready()
         stuck = gateway.pool.get("stuck")
         assert stuck is not None and stuck.last_error == "did not start in time" and stuck.restarts == 0
-        first = _faulty_processes()
+        first = [process for process in _faulty_processes() if process.pid not in earlier]
         assert len(first) == 1 and first[0].is_running() and first[0].status() != psutil.STATUS_ZOMBIE
         with anyio.fail_after(30):
             while stuck.restarts < 1:
