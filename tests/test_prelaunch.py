@@ -95,3 +95,23 @@ async def test_an_adopted_process_reads_writes_and_ends_like_a_spawned_one():
             await process.stdout.receive()
         await process.aclose()
     assert received == b"HELLO\n" * 50_000
+
+
+async def test_an_adoption_cancelled_midway_ends_the_process_and_what_it_started():
+    parent = (
+        "import subprocess, sys; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(child.pid, flush=True); sys.stdin.read()"
+    )
+    launch = Launch.of(sys.executable, ["-c", parent], {"PATH": "/usr/bin"}, None)
+    assert prelaunch([launch], sys.stderr) == 1
+    ((started,),) = _prelaunch._waiting.values()
+    with anyio.fail_after(20):
+        grandchild = int(started.stdout.recv(64).split()[0])  # blocking: the child prints its pid at once
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # the gateway stops while the pool is taking the process
+            await adopt(launch.command, list(launch.args), dict(launch.env), None)
+        assert not _prelaunch._waiting
+        assert started.popen.wait(timeout=10) is not None
+        while psutil.pid_exists(grandchild) and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE:
+            await anyio.sleep(0.05)
