@@ -7,7 +7,8 @@ Known peers, found when installed (on PATH or in a `--peer-path` directory):
 
 - `mcp-proxy`: the PyPI package (`mcp-proxy --port PORT -- COMMAND`), http;
 - `fastmcp`: FastMCP's `create_proxy` (a Python that can import `fastmcp`), stdio and http;
-- `supergateway`: the npm package (`supergateway --stdio COMMAND --outputTransport streamableHttp --stateful`), http.
+- `supergateway`: the npm package (`supergateway --stdio COMMAND --outputTransport streamableHttp --stateful`), http;
+- `floor`: `byte_relay.py`, a stdio relay that only copies lines (always there): what any Python proxy pays here.
 
 Any other proxy is named by a spec `NAME=TRANSPORT:COMMAND`, e.g. `relay=http:my-relay --port {port} -- {upstream}`:
 `{upstream}` stands for the upstream's command (one argument per word, or the whole command as one string inside a
@@ -28,7 +29,8 @@ from typing import Literal
 
 Transport = Literal["stdio", "http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "http")
-KNOWN_PEERS = ("mcp-proxy", "fastmcp", "supergateway")
+KNOWN_PEERS = ("mcp-proxy", "fastmcp", "supergateway", "floor")
+BYTE_RELAY = Path(__file__).resolve().parent / "byte_relay.py"
 
 _FASTMCP_PROXY = """\
 import sys
@@ -94,6 +96,8 @@ def resolve(spec: str, transports: Sequence[Transport], extra_path: Sequence[str
         if python is None:
             return [Missing(spec, "not installed (pip install fastmcp)")]
         return _over(spec, transports, {t: _fastmcp(python, t) for t in TRANSPORTS}, Path(python).parent)
+    if spec == "floor":
+        return _over(spec, transports, {"stdio": _byte_relay}, Path(sys.executable).parent)
     return [Missing(spec, f"unknown peer; use one of {', '.join(KNOWN_PEERS)} or NAME=stdio|http:COMMAND")]
 
 
@@ -123,6 +127,10 @@ def _supergateway(executable: str) -> Callable[[Sequence[str], int], list[str]]:
         return [executable, "--stdio", command, *options]
 
     return argv
+
+
+def _byte_relay(upstream: Sequence[str], port: int) -> list[str]:
+    return [sys.executable, str(BYTE_RELAY), *upstream]
 
 
 def _fastmcp(python: str, transport: Transport) -> Callable[[Sequence[str], int], list[str]]:

@@ -27,7 +27,7 @@ def proxy(
     plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here (needs matplotlib).")] = None,
     peer: Annotated[
         list[str],
-        typer.Option(help="A peer to measure too: mcp-proxy, fastmcp, supergateway or NAME=stdio|http:COMMAND."),
+        typer.Option(help="A peer to measure too: mcp-proxy, fastmcp, supergateway, floor (a line-copying relay: the floor here) or NAME=stdio|http:COMMAND."),
     ] = [],  # noqa: B006
     transport: Annotated[
         str, typer.Option(help="stdio, http or both (comma-separated): how clients reach a proxy.")

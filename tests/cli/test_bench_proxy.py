@@ -1,4 +1,5 @@
-"""`nexus-gateway bench proxy` on a tiny run: the gateway, a peer given as a command spec, and missing peers."""
+"""`nexus-gateway bench proxy` on a tiny run: the gateway, a peer given as a command spec, the floor (the
+line-copying relay that ships with the bench), and missing peers."""
 
 from __future__ import annotations
 
@@ -21,11 +22,20 @@ KEPT_KEYS = {
 }
 
 
-def test_bench_proxy_measures_the_gateway_and_a_command_peer_and_notes_the_missing_ones(tmp_path: Path):
+def test_bench_proxy_measures_the_gateway_a_command_peer_and_the_floor_and_notes_the_missing_ones(tmp_path: Path):
     out, plot = tmp_path / "proxy.json", tmp_path / "proxy.png"
     env = {**os.environ, "PATH": os.path.dirname(sys.executable)}  # no mcp-proxy on the path
     tiny = ["--rounds", "2", "--calls", "3", "--warmup", "1", "--concurrency", "1,2", "--throughput-calls", "4"]
-    peers = ["--peer", "upstream-itself=stdio:{upstream}", "--peer", "mcp-proxy", "--peer", "no-such-proxy"]
+    peers = [
+        "--peer",
+        "upstream-itself=stdio:{upstream}",
+        "--peer",
+        "floor",
+        "--peer",
+        "mcp-proxy",
+        "--peer",
+        "no-such-proxy",
+    ]
     command = [sys.executable, "-m", "nexus_gateway", "bench", "proxy", *tiny, "--cold-starts", "2", *peers]
     done = subprocess.run(
         [*command, "--json", str(out), "--plot", str(plot)],
@@ -40,13 +50,15 @@ def test_bench_proxy_measures_the_gateway_and_a_command_peer_and_notes_the_missi
     assert report.keys() >= KEPT_KEYS and report["transport"] == "stdio" and report["calls"] == 6
     assert abs(report["overhead_ms_p50"] - (report["gateway_ms_p50"] - report["direct_ms_p50"])) < 1e-3
     [ours] = report["nexus"]
-    [peer] = report["peers"]
-    for row in (ours, peer):
+    peer, floor = report["peers"]
+    for row in (ours, peer, floor):
         assert row["ms_p50"] > 0 and row["cpu_ms_per_call"] >= 0 and row["rss_mb"] > 0
         assert set(row["calls_per_s"]) == {"1", "2"} and len(row["cold_start_s_samples"]) == 2
     assert peer["name"] == "upstream-itself" and peer["transport"] == "stdio"
+    assert floor["name"] == "floor" and floor["transport"] == "stdio" and floor["rss_mb"] < ours["rss_mb"]
     notes = "\n".join(report["notes"])
     assert "mcp-proxy: not installed" in notes and "no-such-proxy: unknown peer" in notes
     assert "note: mcp-proxy: not installed" in done.stdout
     assert "| nexus-gateway | stdio |" in done.stdout and "| upstream-itself | stdio |" in done.stdout
+    assert "| floor | stdio |" in done.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
