@@ -36,8 +36,9 @@ from nexus_gateway._direct import DirectCalls
 from nexus_gateway._prelaunch import Launch
 from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
-from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer
+from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer, default_state_dir
 from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.start_order import load_start_times, save_start_times, slowest_first
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink, Switchboard
 
@@ -125,6 +126,8 @@ class Upstream:
         self.start_slots: anyio.Semaphore | None = None
         """Shared by the pool: how many upstreams may be starting at once."""
         self._healthy_at: float | None = None
+        self.first_start_s: float | None = None
+        """Seconds the first successful start took, from its start slot to its tools listed (`start_order.py`)."""
         self.direct = (
             DirectCalls(name, self.router.log)
             if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer)
@@ -191,6 +194,7 @@ class Upstream:
         # then is lifted. (A timeout scope around entering the client alone would be exited before the
         # client's task group, which anyio forbids.) At `start_timeout` the start is only reported late.
         grace = self.start_timeout * START_GRACE
+        began = time.monotonic()
         with anyio.CancelScope(deadline=anyio.current_time() + grace) as start_scope:
             async with anyio.create_task_group() as starting:
                 late = anyio.CancelScope()
@@ -207,6 +211,8 @@ class Upstream:
                     slot.release()
                     self._client = client
                     self._healthy_at = time.monotonic()
+                    if self.first_start_s is None:
+                        self.first_start_s = self._healthy_at - began
                     self.state = UpstreamState.HEALTHY
                     self.last_error = None
                     self._ready.set()
@@ -505,15 +511,24 @@ class UpstreamPool:
         self._on_listing = on_listing
         self._transports = opened
         self._slots = anyio.Semaphore(config.nexus.max_concurrent_starts)
+        self._state_dir = default_state_dir(config)
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
         self._stack = AsyncExitStack()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        for upstream in self.upstreams.values():
-            self._start(upstream)
+        for name in slowest_first(self.upstreams, load_start_times(self._state_dir)):
+            self._start(self.upstreams[name])
+        self._tg.start_soon(self._remember_start_times, name="start-times")
         return self
+
+    async def _remember_start_times(self) -> None:
+        """Once every first start has ended, record how long each took: the next start begins with the slowest."""
+        await self.wait_settled()
+        took = {name: up.first_start_s for name, up in self.upstreams.items() if up.first_start_s is not None}
+        if took:
+            save_start_times(self._state_dir, took)
 
     def _start(self, upstream: Upstream) -> None:
         assert self._tg is not None

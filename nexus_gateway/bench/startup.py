@@ -8,10 +8,12 @@ each round, so every kind sees the same machine load):
   its tools/list answer (every page), then to its other lists (resources, templates, prompts, those it declares: what
   the gateway lists before it calls a server healthy); then seconds until all have answered tools/list, and until
   all have answered every list. Each server stays up until all have answered, as under the gateway;
-- gateway (one per mode, passthrough and routed): `nexus-gateway serve --transport http --port 0` with a fresh state
-  dir. From its launch: when it listens, when each upstream is first healthy and when all are (`/healthz`, polled),
-  when its first tools/list over `/mcp` is answered, when the index covers the catalog (`/healthz` `index`), how
-  many restarts its log reports, and the peak RSS of the gateway and of its children.
+- gateway (one per mode, passthrough and routed): `nexus-gateway serve --transport http --port 0`, with one state dir
+  per mode kept across rounds (`state="kept"`: a gateway its host restarts, so from the second round it knows how
+  long each server took and starts the slowest first, `start_order.py`) or a fresh one per run (`"fresh"`: every
+  run a first start). From its launch: when it listens, when each upstream is first healthy and when all are
+  (`/healthz`, polled), when its first tools/list over `/mcp` is answered, when the index covers the catalog
+  (`/healthz` `index`), how many restarts its log reports, and the peak RSS of the gateway and of its children.
 
 The "constant" is a round's gateway all-healthy minus the same round's direct all-answered; the summary gives
 each mode's constants and ratios over the rounds, and their medians.
@@ -31,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import anyio
 import anyio.abc
@@ -129,10 +131,19 @@ def _describe(exc: BaseException) -> str:
 
 
 async def gateway(
-    config_path: Path, mode: str, expected: set[str], *, timeout: float, poll: float, env: dict[str, str], log: Path
+    config_path: Path,
+    mode: str,
+    expected: set[str],
+    *,
+    timeout: float,
+    poll: float,
+    env: dict[str, str],
+    log: Path,
+    state: str | None = None,
 ) -> dict[str, Any]:
-    """One gateway start with a fresh state dir; times from the launch of its process. Its log goes to `log`."""
-    state = tempfile.mkdtemp(prefix="nexus-bench-startup-")
+    """One gateway start with `state` as its state dir (a fresh one when None); times from the launch of its
+    process. Its log goes to `log`."""
+    state = state or tempfile.mkdtemp(prefix="nexus-bench-startup-")
     command = [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config_path), "--transport", "http"]
     command += ["--port", "0", "--mode", mode, "--no-watch", "--log-level", "info"]
     began = time.monotonic()
@@ -286,9 +297,16 @@ async def _stop(process: anyio.abc.Process) -> None:
 
 
 async def _gateway_run(
-    config_path: Path, mode: str, expected: set[str], timeout: float, poll: float, env: dict[str, str], log: Path
+    config_path: Path,
+    mode: str,
+    expected: set[str],
+    timeout: float,
+    poll: float,
+    env: dict[str, str],
+    log: Path,
+    state: str | None,
 ) -> dict[str, Any]:
-    return await gateway(config_path, mode, expected, timeout=timeout, poll=poll, env=env, log=log)
+    return await gateway(config_path, mode, expected, timeout=timeout, poll=poll, env=env, log=log, state=state)
 
 
 async def _direct_run(config: GatewayConfig, timeout: float, log: Path) -> dict[str, Any]:
@@ -307,11 +325,13 @@ def run(
     env: dict[str, str] | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
     json_out: Path | None = None,
+    state: Literal["kept", "fresh"] = "kept",
 ) -> dict[str, Any]:
     """`rounds` interleaved rounds of direct and gateway starts over `config_path`, and their summary (written
     to `json_out` after every run, when given). Logs go to a temporary folder the result names."""
     config = load_config(config_path)
     logs = Path(tempfile.mkdtemp(prefix="nexus-bench-startup-logs-"))
+    kept = {mode: str(logs / f"state-{mode}") for mode in modes} if state == "kept" else {}
     kinds = ["direct", *(f"gateway-{mode}" for mode in modes)]
     runs: list[dict[str, Any]] = []
     expected: set[str] = set()
@@ -327,12 +347,15 @@ def run(
                     expected = {name for name, outcome in result["servers"].items() if outcome["ok"]}
             else:
                 mode = kind.removeprefix("gateway-")
-                result = anyio.run(_gateway_run, config_path, mode, set(expected), timeout, poll, env or {}, log)
+                result = anyio.run(
+                    _gateway_run, config_path, mode, set(expected), timeout, poll, env or {}, log, kept.get(mode)
+                )
+                result["state"] = state
             result["round"] = round_index
             runs.append(result)
             if progress is not None:
                 progress(result)
-            document = _document(config_path, config, expected, env, modes, runs)
+            document = _document(config_path, config, expected, env, modes, runs, state)
             if json_out is not None:
                 json_out.write_text(json.dumps(document, indent=2) + "\n")
     return document
@@ -345,6 +368,7 @@ def _document(
     env: dict[str, str] | None,
     modes: Sequence[str],
     runs: list[dict[str, Any]],
+    state: str,
 ) -> dict[str, Any]:
     return {
         "config": str(config_path),
@@ -354,6 +378,7 @@ def _document(
         "settings": {
             "start_timeout": config.nexus.start_timeout,
             "max_concurrent_starts": config.nexus.max_concurrent_starts,
+            "state": state,
             **({"env": env} if env else {}),
         },
         "date": time.strftime("%Y-%m-%d %H:%M"),

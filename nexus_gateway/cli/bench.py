@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -27,7 +27,10 @@ def proxy(
     plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here (needs matplotlib).")] = None,
     peer: Annotated[
         list[str],
-        typer.Option(help="A peer to measure too: mcp-proxy, fastmcp, supergateway, floor (a line-copying relay: the floor here) or NAME=stdio|http:COMMAND."),
+        typer.Option(
+            help="A peer to measure too: mcp-proxy, fastmcp, supergateway, floor (a relay that only copies lines) "
+            "or NAME=stdio|http:COMMAND."
+        ),
     ] = [],  # noqa: B006
     transport: Annotated[
         str, typer.Option(help="stdio, http or both (comma-separated): how clients reach a proxy.")
@@ -137,6 +140,13 @@ def startup(
     setting: Annotated[
         list[str], typer.Option("--set", help="NEXUS_NAME=VALUE for the gateway runs (e.g. NEXUS_START_TIMEOUT=60).")
     ] = [],  # noqa: B006
+    state: Annotated[
+        str,
+        typer.Option(
+            help="kept: one state dir per mode across rounds (a restarted gateway: from round 2 it starts the "
+            "slowest servers first); fresh: a new one per run (every run a first start)."
+        ),
+    ] = "kept",
 ) -> None:
     """Time to all healthy of the gateway (per mode) against the same servers started directly and all at once
     with the official client; the difference per round is the gateway's constant."""
@@ -148,6 +158,8 @@ def startup(
     if any("=" not in item for item in setting):
         raise typer.BadParameter("NAME=VALUE", param_hint="--set")
     env = dict(item.split("=", 1) for item in setting)
+    if state not in ("kept", "fresh"):
+        raise typer.BadParameter("kept or fresh", param_hint="--state")
 
     def report(result: dict[str, Any]) -> None:
         seconds = result.get("seconds_to_all_answered", result.get("seconds_to_all_healthy"))
@@ -162,7 +174,10 @@ def startup(
             f"round {result['round']} {result['kind']}: {done}/{result['of']} in {seconds} s{extra}", soft_wrap=True
         )
 
-    result = run(config, modes=chosen, rounds=rounds, timeout=timeout, env=env, progress=report, json_out=json_out)
+    kept: Literal["kept", "fresh"] = "kept" if state == "kept" else "fresh"
+    result = run(
+        config, modes=chosen, rounds=rounds, timeout=timeout, env=env, progress=report, json_out=json_out, state=kept
+    )
     out.print_json(json.dumps(result["summary"]))
 
 
