@@ -3,9 +3,10 @@
     host stdin --line--> upstream stdin        upstream stdout --line--> host stdout
 
 No parsing, no validation, no bookkeeping: what any asyncio proxy in Python pays on this machine for two
-pipe reads, two pipe writes and the wake-ups between them. A proxy's added latency is only meaningful
-next to it: on a slow or loaded machine the floor itself can exceed a target set on a faster one.
-Run as a script (`python byte_relay.py UPSTREAM...`); it imports nothing of nexus-gateway.
+pipe reads, two pipe writes and the wake-ups between them (on uvloop when it is installed, as the gateway
+runs). A proxy's added latency is only meaningful next to it: on a slow or loaded machine the floor itself
+can exceed a target set on a faster one. Run as a script (`python byte_relay.py UPSTREAM...`); it imports
+nothing of nexus-gateway.
 """
 
 from __future__ import annotations
@@ -43,4 +44,9 @@ async def relay(upstream: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(relay(sys.argv[1:]))
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(relay(sys.argv[1:]))
+    else:
+        uvloop.run(relay(sys.argv[1:]))
