@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Turn
+from nexus_gateway.engine.history import history_tokens
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals import dataset
@@ -48,24 +49,9 @@ def load_cases(tools: Path, cases: Path, *, count: int, offset: int = 0, exact: 
 
 
 def history(runtime: Runtime, turns: Sequence[BenchCase], depth: int) -> list[int]:
-    """Earlier exchanges (other requests and their arguments) as a session holds them: whole turns, each
-    tokenized on its own as `Runtime.append_turn` does, repeated in order until there are at least `depth`
-    tokens. Never cut inside a turn: a history that ended inside a JSON string (`"https://`) would make
-    the prefilled tool text read as the rest of that string, which no real session does, and the
-    splice-vs-prefill gap measured there would be that artefact. So the tokens run past `depth` by less
-    than one turn; a policy that trusts a depth measured this way is measured at least that deep."""
-    if depth == 0:
-        return []
-    encoded = [
-        runtime.model.tokenize(runtime.layout.turn_text(Turn(case.query, case.arguments)), special=True)
-        for case in turns
-    ]
-    if not any(encoded):
-        raise ConfigError("no history text to build session depth from")
-    tokens: list[int] = []
-    while len(tokens) < depth:
-        for turn in encoded:
-            tokens += turn
-            if len(tokens) >= depth:
-                break
-    return tokens
+    """Earlier exchanges (other requests and their arguments) as a session holds them, at least `depth`
+    tokens of whole turns (`engine.history.history_tokens`): a history cut inside a JSON string
+    (`"https://`) made prefill read the tool text as the rest of that string, and the splice-vs-prefill gap
+    measured there was that artefact. A policy that trusts a depth measured this way is measured at least
+    that deep."""
+    return history_tokens(runtime, [Turn(case.query, case.arguments) for case in turns], depth)

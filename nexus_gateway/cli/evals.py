@@ -267,7 +267,10 @@ def eval_arguments(
             "--details", help="Write every case here, one JSON line each (request, gold, generated, verdict)."
         ),
     ] = None,
-    depth: Annotated[int, typer.Option(min=0, help="Tokens of earlier turns in the session before each case.")] = 0,
+    depth: Annotated[
+        int,
+        typer.Option(min=0, help="At least this many tokens of earlier turns (whole, generic) in the session first."),
+    ] = 0,
     model: Annotated[
         str | None, typer.Option(help="A packaged model's name or a GGUF path (default: qwen2.5-coder-0.5b).")
     ] = None,
@@ -309,7 +312,8 @@ def eval_arguments(
                 copy_bias=copy_bias,
             )
         )
-    table = Table(title=f"arguments: {report['n_cases']} cases, {chosen}, depth {depth}", title_justify="left")
+    title = f"arguments: {report['n_cases']} cases, {chosen}, depth {report['depth']}"
+    table = Table(title=title, title_justify="left")
     for key in ("json_valid", "schema_valid", "args_exact", "tool_top1", "end_to_end"):
         table.add_column(key, justify="right")
     table.add_row(

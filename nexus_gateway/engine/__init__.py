@@ -7,6 +7,7 @@ llama.py     the only module importing llama_cpp: model and context owners, sequ
 models.py    the registry of packaged models: PyPI parts, size, SHA-256; assembly, fail closed
 model.py     which GGUF (a registry name, Qwen2.5-Coder-0.5B by default, or a path), the model fingerprint
 prompt.py    the text layout per model family: preamble (every block's anchor), tool text, request
+history.py   session history of a given depth for evals and benchmarks: whole turns, never a cut one
 blocks.py    the block file format: header, checksum, atomic write, mmap read, fail-closed validation
 store.py     the compiled_schemas/ folder of one model fingerprint
 policy.py    splice / recompute / prefill by depth: P, D and the recompute curve

@@ -2,8 +2,11 @@
 
 Without routing the gold tool is given. With routing the gateway's retriever (the default hybrid index
 over every tool of the set) picks the top-1 first; a wrong tool counts against `end_to_end`. Arguments
-compare as DESIGN.md says (`arguments_match`). One engine session holds `depth` tokens of earlier turns,
-kept for every case; each case's tool text, request and arguments are decoded after it and dropped.
+compare as DESIGN.md says (`arguments_match`). One engine session holds at least `depth` tokens of
+earlier turns, kept for every case; each case's tool text, request and arguments are decoded after it and
+dropped. The earlier turns are whole turns in the model's prompt layout, as a client session holds them
+(`engine.history`), and generic ones: never the set's own requests and arguments, which would hand the
+model the answers. The report's `depth` is the number of tokens they took (`depth_requested` the option).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Session, Turn
+from nexus_gateway.engine import Session
+from nexus_gateway.engine.history import GENERIC_TURNS, history_tokens
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
@@ -108,17 +112,13 @@ def _router(records: Sequence[ToolRecord], k: int) -> Router:
     return route
 
 
-def _history(cases: Sequence[Case], depth: int, session: Session) -> Callable[[Runtime], None]:
-    """Earlier turns (other requests and their gold arguments): `depth` tokens of them, into `session`."""
-    turns = [
-        Turn(case.query, json.dumps({name: values[0] for name, values in (case.arguments or {}).items() if values}))
-        for case in cases
-    ] or [Turn("nothing", "{}")]
+def _history(depth: int, session: Session) -> Callable[[Runtime], int]:
+    """Generic earlier turns, whole, at least `depth` tokens of them, into `session`; returns their tokens."""
 
-    def append(rt: Runtime) -> None:
-        text = "".join(rt.layout.turn_text(turn) for turn in turns)
-        text *= 1 + depth // max(1, len(text) // 8)
-        rt.append(rt.session(session.id), rt.model.tokenize(text)[:depth])
+    def append(rt: Runtime) -> int:
+        tokens = history_tokens(rt, GENERIC_TURNS, depth)
+        rt.append(rt.session(session.id), tokens, logits=False)
+        return len(tokens)
 
     return append
 
@@ -167,8 +167,7 @@ async def evaluate_arguments(
         generator = ArgumentGenerator(engine, mode=mode, copy_bias=COPY_BIAS if copy_bias is None else copy_bias)
         reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
-        if depth:
-            await engine.run(_history(cases, depth, session))
+        history = await engine.run(_history(depth, session)) if depth else 0
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
@@ -190,7 +189,8 @@ async def evaluate_arguments(
     report |= {
         "mode": mode,
         "routed": route,
-        "depth": depth,
+        "depth": history,
+        "depth_requested": depth,
         "model": model,
         "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes),
         "copy_bias": generator.copy_bias,
