@@ -145,8 +145,11 @@ class NexusSettings(BaseModel):
     """Tools `run` calls without asking, besides those annotated `readOnlyHint` (namespaced names)."""
     run: bool = True
     """Serve the `run` meta-tool (its local model loads on the first call); false turns it off."""
-    run_mode: ToolForm = "signature"
-    """How `run` shows the chosen tool to the local model."""
+    run_mode: ToolForm = "splice"
+    """How `run` shows the chosen tool to the local model: its full schema as a compiled KV block, spliced where
+    the model's splice policy trusts it and prefilled elsewhere (`splice`); or its one-line signature
+    (`signature`: fewest tokens, but 80 % exact arguments on Seal-Tools against 88 %); or the schema text
+    prefilled every time (`prefill`)."""
     call_timeout: float = Field(default=30.0, gt=0)
     """Seconds a call may go without an answer or a progress notification (progress restarts it)."""
     call_timeout_max: float = Field(default=600.0, gt=0)

@@ -252,9 +252,9 @@ def calibrate_routing(
 def eval_arguments(
     tools: ToolsOption,
     cases: CasesOption,
-    mode: Annotated[str, typer.Option(help="signature | splice | prefill: how the tool is shown to the model.")] = (
-        "signature"
-    ),
+    mode: Annotated[
+        str, typer.Option(help="splice | signature | prefill: how the tool is shown to the model (as `run_mode`).")
+    ] = "splice",
     route: Annotated[bool, typer.Option("--route", help="Let the router choose the tool (else the gold one).")] = False,
     rerank: Annotated[
         int, typer.Option(min=0, max=20, help="With --route: below the gate the local model chooses among this many.")
