@@ -70,6 +70,12 @@ async def test_an_optional_argument_the_request_does_not_contain_is_dropped():
     assert generated.schema_valid and generated.trace()["dropped"] == ["folder"]
 
 
+async def test_an_optional_value_in_the_singular_of_a_word_the_request_writes_is_kept_as_the_request_writes_it():
+    engine = ScriptedEngine(decoded('{"query": "Taxes", "folder": "receipt"}'))
+    generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes in receipts")
+    assert generated.arguments == {"query": "taxes", "folder": "receipts"} and generated.dropped == ()
+
+
 async def test_a_required_value_the_request_lacks_is_kept_and_flagged_ungrounded():
     engine = ScriptedEngine(decoded('{"query": "budget"}'))
     generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes")
@@ -153,3 +159,26 @@ async def test_the_real_model_fills_the_city_from_the_request(gen_runtime: Runti
     assert generated.arguments is not None and generated.arguments["city"] == "Paris", generated.text
     assert generated.schema_valid and generated.ungrounded == () and generated.n_tokens > 0
     assert generated.trace()["arguments"] == generated.arguments == json.loads(generated.text)
+
+
+TRANSLATE = tool(
+    "translate_text",
+    {"text": {"type": "string"}, "target_language": {"type": "string"}, "source_language": {"type": "string"}},
+    ["text", "target_language"],
+)
+REACTOR = tool(
+    "simulate_reactor",
+    {"reactor_type": {"type": "string"}, "fuel_type": {"type": "string"}, "power": {"type": "number"}},
+    ["reactor_type", "fuel_type", "power"],
+)
+
+
+async def test_the_real_model_copies_a_text_to_translate_and_its_language_as_written(gen_runtime: Runtime):
+    gen_runtime.reset()
+    engine = RuntimeEngine(gen_runtime)
+    request = 'Tell me how to say "Where is the train station?" in German.'
+    with anyio.fail_after(120):
+        generated = await ArgumentGenerator(engine).generate(await engine.open_session(), TRANSLATE, request)
+    assert generated.arguments is not None, generated.text
+    assert generated.arguments["text"] == "Where is the train station?", generated.text
+    assert generated.arguments["target_language"] == "German", generated.text
