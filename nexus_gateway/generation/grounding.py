@@ -125,10 +125,11 @@ def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
 def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
     """The optional arguments with a value the request does not contain: the model's inventions, dropped
     before the call so the tool's own defaults apply (on 100 Seal-Tools cases the 270M model invented 57
-    of them; dropping them changed no case's correctness)."""
+    of them; dropping them changed no case's correctness). An empty string is no value either: the model's
+    way of skipping a parameter (`"username": ""`), dropped the same."""
     required = set(schema.get("required") or ())
     per = _per_argument(request, schema, arguments)
-    return [name for name, g in per.items() if name not in required and g.invented]
+    return [name for name, g in per.items() if name not in required and (g.invented or arguments[name] == "")]
 
 
 def ungrounded(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:

@@ -161,24 +161,34 @@ async def test_the_real_model_fills_the_city_from_the_request(gen_runtime: Runti
     assert generated.trace()["arguments"] == generated.arguments == json.loads(generated.text)
 
 
-TRANSLATE = tool(
-    "translate_text",
-    {"text": {"type": "string"}, "target_language": {"type": "string"}, "source_language": {"type": "string"}},
-    ["text", "target_language"],
-)
 REACTOR = tool(
     "simulate_reactor",
     {"reactor_type": {"type": "string"}, "fuel_type": {"type": "string"}, "power": {"type": "number"}},
     ["reactor_type", "fuel_type", "power"],
 )
+GRANT = tool(
+    "grant_access",
+    {"database_name": {"type": "string"}, "username": {"type": "string"}, "permission": {"type": "string"}},
+    ["database_name", "username", "permission"],
+)
 
 
-async def test_the_real_model_copies_a_text_to_translate_and_its_language_as_written(gen_runtime: Runtime):
-    gen_runtime.reset()
-    engine = RuntimeEngine(gen_runtime)
-    request = 'Tell me how to say "Where is the train station?" in German.'
+async def generate_with_the_real_model(runtime: Runtime, record: ToolRecord, request: str) -> dict[str, Any]:
+    runtime.reset()
+    engine = RuntimeEngine(runtime)
     with anyio.fail_after(120):
-        generated = await ArgumentGenerator(engine).generate(await engine.open_session(), TRANSLATE, request)
-    assert generated.arguments is not None, generated.text
-    assert generated.arguments["text"] == "Where is the train station?", generated.text
-    assert generated.arguments["target_language"] == "German", generated.text
+        generated = await ArgumentGenerator(engine).generate(await engine.open_session(), record, request)
+    assert generated.arguments is not None and generated.schema_valid, generated.text
+    return generated.arguments
+
+
+async def test_the_real_model_copies_a_whole_phrase_with_its_head_noun(gen_runtime: Runtime):
+    request = "Run a simulation of a molten salt reactor using thorium fuel at a power of 12.5."
+    arguments = await generate_with_the_real_model(gen_runtime, REACTOR, request)
+    assert arguments == {"reactor_type": "molten salt reactor", "fuel_type": "thorium", "power": 12.5}
+
+
+async def test_the_real_model_puts_a_value_under_the_parameter_it_names(gen_runtime: Runtime):
+    request = "Grant read permission to the user 'dana' on the Postgres database."
+    arguments = await generate_with_the_real_model(gen_runtime, GRANT, request)
+    assert arguments == {"database_name": "Postgres", "username": "dana", "permission": "read"}

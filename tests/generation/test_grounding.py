@@ -84,6 +84,11 @@ def test_optional_arguments_the_request_never_gave_are_the_ones_dropped():
     assert invented_optional("create a note titled lunch", CONVERT, padded) == ["note"]
 
 
+def test_an_optional_argument_left_empty_is_dropped_and_a_required_one_is_not():
+    arguments = {"source_timezone": "", "time": "15:00", "target_timezone": "Asia/Tokyo", "note": ""}
+    assert invented_optional("convert 15:00 to Tokyo", CONVERT, arguments) == ["note"]
+
+
 READ = {
     "type": "object",
     "properties": {"path": {"type": "string"}, "encoding": {"type": "string"}},
