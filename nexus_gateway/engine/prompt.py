@@ -32,7 +32,7 @@ _RULES = (
 )
 _EXAMPLES = (
     (
-        'getPumpStatus(pump_type: str, site?: str, unit?: str, verbose?: bool) - Status of a pump',
+        "getPumpStatus(pump_type: str, site?: str, unit?: str, verbose?: bool) - Status of a pump",
         'Is the centrifugal water pump at "North Hall" running?',
         {"pump_type": "centrifugal water pump", "site": "North Hall"},
     ),
