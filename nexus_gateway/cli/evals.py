@@ -30,8 +30,10 @@ LimitOption = Annotated[int | None, typer.Option(help="Evaluate a seeded random 
 
 
 def _load(
-    tools: Path, cases: Path, distractors: list[Path], limit: int | None, seed: int
+    tools: Path, cases: Path, distractors: list[Path], limit: int | None, seed: int, offset: int = 0
 ) -> tuple[list[dict[str, Any]], list[Case]]:
+    """The tool pool and the cases: with `limit`, a seeded sample of that many; with `offset`, taken from the
+    cases the sample of `offset` leaves out (a tuning split disjoint from the standard `--limit 100`)."""
     from nexus_gateway.evals.dataset import load_cases, load_tools
 
     pool = load_tools(tools)
@@ -42,6 +44,9 @@ def _load(
                 seen.add(tool["name"])
                 pool.append(tool)
     loaded = load_cases(cases)
+    if offset:  # leave out the cases `--limit offset` would take: a split disjoint from them
+        taken = {id(case) for case in random.Random(seed).sample(loaded, min(offset, len(loaded)))}
+        loaded = [case for case in loaded if id(case) not in taken]
     if limit is not None and limit < len(loaded):
         loaded = random.Random(seed).sample(loaded, limit)  # cases files are often grouped by tool
     return pool, loaded
@@ -275,6 +280,9 @@ def eval_arguments(
         str | None, typer.Option(help="A packaged model's name or a GGUF path (default: qwen2.5-coder-0.5b).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for sampling with --limit.")] = 0,
+    offset: Annotated[
+        int, typer.Option(min=0, help="Leave out the cases --limit OFFSET would take (a split disjoint from them).")
+    ] = 0,
     copy_bias: Annotated[
         float | None,
         typer.Option(min=0, help="Logits for tokens that copy the request into a string value (0: off; default 2)."),
@@ -288,7 +296,7 @@ def eval_arguments(
     from nexus_gateway.generation.generator import check_mode
 
     chosen = check_mode(mode)
-    pool, loaded = _load(tools, cases, [], limit, seed)
+    pool, loaded = _load(tools, cases, [], limit, seed, offset)
     settings = engine_settings(None, model=model)
     from rich.progress import Progress
 

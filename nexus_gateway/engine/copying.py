@@ -4,15 +4,17 @@ Tool arguments are mostly copied from the request (a file name, a city, a quoted
 small model's commonest miss is a value re-worded instead of copied (`"United States"` for `USA`,
 `"increase"` for `increase volume`). While a string value is open, each of the best few tokens the model
 proposes is checked: when the value with that token is still a span of the request as written (in the
-request's JSON spelling, so escapes compare alike), or the token closes the value at the end of a word of
-the request, its logit gets `bias` more. The grammar still decides what is allowed; a value the model is
-sure of (a date to reformat, an enum) wins over a copy whenever its lead is above the bias. Keys, numbers
-and everything outside strings are untouched.
+request's JSON spelling, so escapes compare alike), or the token closes the value where a phrase of the
+request ends (`phrase_ends`: not inside a word, and not before a word that goes on with the phrase, so
+"road cycling" is not cut to `road`), its logit gets `bias` more. The grammar still decides what is
+allowed; a value the model is sure of (a date to reformat, an enum) wins over a copy whenever its lead
+is above the bias. Keys, numbers and everything outside strings are untouched.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import weakref
 
 import numpy as np
@@ -26,9 +28,16 @@ _pieces: weakref.WeakKeyDictionary[LlamaModel, dict[int, str]] = weakref.WeakKey
 def open_value(text: str) -> str | None:
     """The characters (as written, escapes included) of the JSON string value `text` ends inside; None when
     it ends outside a string or inside a key."""
+    field = open_field(text)
+    return field[1] if field else None
+
+
+def open_field(text: str) -> tuple[str, str] | None:
+    """(the key it belongs to, the characters so far) of the JSON string value `text` ends inside; None when
+    it ends outside a string or inside a key. The key is the last one written (escapes as written)."""
     stack: list[str] = []
     expect_key = in_string = is_key = escaped = False
-    start = 0
+    start, key = 0, ""
     for index, char in enumerate(text):
         if in_string:
             if escaped:
@@ -37,6 +46,8 @@ def open_value(text: str) -> str | None:
                 escaped = True
             elif char == '"':
                 in_string = False
+                if is_key:
+                    key = text[start:index]
             continue
         if char == '"':
             in_string, start = True, index + 1
@@ -52,7 +63,7 @@ def open_value(text: str) -> str | None:
             expect_key = False
         elif char == ",":
             expect_key = bool(stack) and stack[-1] == "{"
-    return text[start:] if in_string and not is_key else None
+    return (key, text[start:]) if in_string and not is_key else None
 
 
 class CopyBias:
@@ -70,12 +81,13 @@ class CopyBias:
             piece = self._pieces[token] = self.model.detokenize([token])
         return piece
 
-    def copies(self, value: str, piece: str) -> bool:
-        """Whether `piece` after the open `value` keeps copying the request (or closes a copied word)."""
+    def copies(self, value: str, piece: str, key: str = "") -> bool:
+        """Whether `piece` after the open `value` keeps copying the request, or closes a copied phrase where
+        the request's phrase ends (`phrase_ends`) for the parameter `key`."""
         if '"' in piece:
             copied = value + piece[: piece.index('"')]
             return bool(copied) and any(
-                end == len(self.request) or not self.request[end].isalnum() for end in _ends(self.request, copied)
+                phrase_ends(self.request, end, copied, key) for end in _ends(self.request, copied)
             )
         grown = value + piece
         return bool(grown.strip()) and not grown[0].isspace() and grown in self.request
@@ -84,16 +96,55 @@ class CopyBias:
         """`logits` for the token after `text`, with the copying tokens raised (a copy when any is)."""
         if self.bias == 0:
             return logits
-        value = open_value(text)
-        if value is None:
+        field = open_field(text)
+        if field is None:
             return logits
+        key, value = field
         top = np.argpartition(-logits, _SHORTLIST - 1)[:_SHORTLIST]
-        raised = [int(token) for token in top if self.copies(value, self._piece(int(token)))]
+        raised = [int(token) for token in top if self.copies(value, self._piece(int(token)), key)]
         if not raised:
             return logits
         logits = logits.copy()
         logits[raised] += self.bias
         return logits
+
+
+_FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905 (a word list reads better as words)
+        "a an the this that these those my your our their his her its and or but nor than then if when where while "
+        "at in on of for from to with by as into onto over under between during since until using via per about "
+        "after before without within including is are was were be been which who whose whom named called titled"
+    ).split()
+)
+"""English words that start a new phrase: a copied value may end before them."""
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _name_words(key: str) -> set[str]:
+    """The words of a parameter name (`slope_geometry`, `reactorType`: slope, geometry; reactor, type)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
+    return {word.lower() for word in re.split(r"[^A-Za-z0-9]+", spaced) if word}
+
+
+def phrase_ends(request: str, end: int, value: str, key: str = "") -> bool:
+    """Whether a value copied from `request` up to `end` ends a phrase there, so closing it is a copy: at the
+    end of the request or a punctuation mark, or before a word that starts a new phrase (a function word,
+    a word of the parameter's own name: `main` before "branch" for `branch_name`), or where a capitalized
+    name ends ("Paris today"). Before any other word (`road` in "road cycling", `boiling water` in "boiling
+    water reactor") the phrase goes on, and only the tokens that go on with it are raised."""
+    if end == len(request) or request[end].isalnum():
+        return end == len(request)
+    if request[end] != " ":
+        return True
+    following = _WORD.match(request, end + 1)
+    if following is None:
+        return True
+    word = following.group(0)
+    lower = word.lower()
+    if lower in _FUNCTION_WORDS or any(lower in (name, name + "s", name + "es") for name in _name_words(key)):
+        return True
+    last = _WORD.findall(value)
+    return bool(last) and last[-1][0].isupper() and word[0].islower()
 
 
 def _ends(text: str, part: str) -> list[int]:

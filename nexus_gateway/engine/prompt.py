@@ -25,6 +25,35 @@ from nexus_gateway.engine import Turn
 
 _FIELD = re.compile(r"\{(instruction|context|query)\}")
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
+_RULES = (
+    "Copy each value exactly as the request writes it: the whole phrase, in the request's own words and language. "
+    "Never translate, shorten or reword a value. Put each value under the parameter it names. "
+    "Leave out the optional parameters (marked ?) that the request gives no value for."
+)
+_EXAMPLES = (
+    (
+        "getPumpStatus(pump_type: str, site?: str, unit?: str, verbose?: bool) - Status of a pump",
+        'Is the centrifugal water pump at "North Hall" running?',
+        {"pump_type": "centrifugal water pump", "site": "North Hall"},
+    ),
+    (
+        "render_phrase(text: str, target_language: str, tone?: str) - Translate a phrase",
+        'How do I say "See you tomorrow, Anna" in Italian?',
+        {"text": "See you tomorrow, Anna", "target_language": "Italian"},
+    ),
+    (
+        "tail_file(path: str, lines?: int, follow?: bool) - Last lines of a file",
+        "Show the last 5 lines of /var/log/app.log",
+        {"path": "/var/log/app.log", "lines": 5},
+    ),
+)
+"""Made-up tools (no evaluation set's wording): a whole phrase copied with its head noun, a quoted text kept
+untranslated, a language named as written, an absolute path kept whole, a stated optional parameter given and
+the unstated ones left out."""
+_GUIDE = f"{_INSTRUCTION}\n{_RULES}\n\n" + "".join(
+    f"Example tool: {tool}\nRequest: {request}\nArguments: {json.dumps(arguments)}\n\n"
+    for tool, request, arguments in _EXAMPLES
+)
 
 
 @dataclass(frozen=True)
@@ -61,13 +90,14 @@ GEMMA = PromptLayout(
 )
 CHATML = PromptLayout(
     name="chatml",
-    preamble=f"<|im_start|>system\n{_INSTRUCTION}\n\n",
+    preamble=f"<|im_start|>system\n{_GUIDE}",
     request='<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n<|im_start|>assistant\n{"',
     turn="Earlier request: {user}\nArguments: {model}\n",
     task="<|im_start|>system\n{instruction}\n\n{context}<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n"
     "<|im_start|>assistant\n",
 )
-"""Qwen2.5's chat turns, as its template writes a call with tools: the instruction, the session's earlier
+"""Qwen2.5's chat turns, as its template writes a call with tools: the instruction (with the copying rules
+and three worked examples; measured in the README), the session's earlier
 turns and the tool all sit in the system turn, the request is the user turn, and the assistant turn is
 primed with the object the grammar continues."""
 PLAIN = PromptLayout(

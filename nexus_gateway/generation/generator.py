@@ -21,7 +21,7 @@ from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.engine.decoding import CLOSING_TOKENS
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
-from nexus_gateway.generation.grounding import invented_optional, ungrounded
+from nexus_gateway.generation.grounding import as_written, invented_optional, ungrounded
 from nexus_gateway.validation import schema_problems
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
@@ -130,6 +130,8 @@ class ArgumentGenerator:
             )
             decoded = await self.engine.decode_arguments(session, record, query, how)
         arguments = parse_object(decoded.text)
+        if arguments:
+            arguments = as_written(query, record.input_schema, arguments)
         dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
         if arguments and dropped:
             arguments = {name: value for name, value in arguments.items() if name not in dropped}

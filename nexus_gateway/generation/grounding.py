@@ -11,6 +11,10 @@ letters, digits, `/`, `\\`, `-`, `~` or a file extension on either side. `/work/
 grammar took from a known domain counts when the request names it in the domain's own words
 (`Asia/Tokyo` for "Tokyo", domains.py).
 
+A free string value that the request holds in another spelling is first written as the request writes it
+(`as_written`): the case of the request (`construction site`, not `Construction Site`), and the plural the
+request uses when the model wrote its singular (`cats` in "influenza in cats", not `cat`).
+
 Optional arguments are not counted: a small model fills them with plausible inventions for the right
 tool as often as for the wrong one (measured on Seal-Tools; README). Those inventions are dropped from the
 call instead (`invented_optional`): an optional value the request never gave should be the tool's default.
@@ -44,8 +48,36 @@ class Grounding:
 
 def occurs(span: str, request: str) -> bool:
     """`span` is in `request` as written (case aside), as a whole span."""
+    return _found(span, request) is not None
+
+
+def _found(span: str, request: str) -> str | None:
+    """The request's own spelling of `span` where it occurs as a whole span (case aside), else None."""
     span = span.strip()
-    return bool(span) and re.search(_GLUED_BEFORE + re.escape(span) + _GLUED_AFTER, request, re.IGNORECASE) is not None
+    match = re.search(_GLUED_BEFORE + re.escape(span) + _GLUED_AFTER, request, re.IGNORECASE) if span else None
+    return match.group(0) if match else None
+
+
+_PLURALS = ("s", "es")
+_FIXED = ("enum", "const", "format", "pattern")
+
+
+def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with each free top-level string written as the request writes it: the request's case, or
+    the request's plural of a singular the model wrote. Other values, and strings the request does not
+    hold in either way, are left as they are."""
+    properties = _mapping(schema, "properties")
+    written = dict(arguments)
+    for name, value in arguments.items():
+        spec = _mapping(properties, name)
+        if not isinstance(value, str) or any(k in spec for k in _FIXED) or spoken_forms(name, spec, value):
+            continue
+        found = _found(value, request)
+        if found is None and value.strip() and value.strip()[-1].isalpha():
+            found = next(filter(None, (_found(value.strip() + ending, request) for ending in _PLURALS)), None)
+        if found is not None and found != value:
+            written[name] = found
+    return written
 
 
 def _mapping(spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -93,10 +125,11 @@ def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
 def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
     """The optional arguments with a value the request does not contain: the model's inventions, dropped
     before the call so the tool's own defaults apply (on 100 Seal-Tools cases the 270M model invented 57
-    of them; dropping them changed no case's correctness)."""
+    of them; dropping them changed no case's correctness). An empty string is no value either: the model's
+    way of skipping a parameter (`"username": ""`), dropped the same."""
     required = set(schema.get("required") or ())
     per = _per_argument(request, schema, arguments)
-    return [name for name, g in per.items() if name not in required and g.invented]
+    return [name for name, g in per.items() if name not in required and (g.invented or arguments[name] == "")]
 
 
 def ungrounded(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:

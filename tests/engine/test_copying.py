@@ -6,7 +6,7 @@ from typing import cast
 
 import numpy as np
 
-from nexus_gateway.engine.copying import CopyBias, open_value
+from nexus_gateway.engine.copying import CopyBias, open_field, open_value, phrase_ends
 from nexus_gateway.engine.llama import LlamaModel
 
 
@@ -56,3 +56,29 @@ def test_outside_a_value_or_with_no_bias_the_logits_are_the_models():
     off = CopyBias(cast(LlamaModel, Vocabulary(pieces)), "the USA", 0.0)
     assert on.apply('{"coun', logits) is logits and on.apply('{"n": 1', logits) is logits
     assert off.apply('{"country": "', logits) is logits
+
+
+def test_a_key_is_known_with_its_open_value():
+    assert open_field('{"slope_geometry": "conc') == ("slope_geometry", "conc")
+    assert open_field('{"a": "x", "b": ["y", "z') == ("b", "z")
+    assert open_field('{"a": 1, "b') is None
+
+
+def test_closing_a_copied_value_is_raised_where_the_requests_phrase_ends_not_inside_it():
+    request = "Burned calories while road cycling at a trail, in the boiling water reactor of Paris today"
+    at = request.index
+    assert not phrase_ends(request, at(" cycling"), "road", "activity_type")  # the phrase goes on
+    assert phrase_ends(request, at(" at a"), "road cycling", "activity_type")  # a function word starts the next
+    assert phrase_ends(request, at(", in"), "trail", "location")  # punctuation
+    assert not phrase_ends(request, at(" reactor"), "boiling water", "coolant")
+    assert phrase_ends(request, at(" reactor"), "boiling water", "reactorType")  # the parameter's own noun follows
+    assert phrase_ends(request, at(" today"), "Paris", "city") and phrase_ends(request, len(request), "today", "")
+    assert not phrase_ends(request, at("ycling"), "road c", "activity_type")  # inside a word
+
+
+def test_a_value_cut_before_the_end_of_its_phrase_gets_no_raise_for_closing():
+    pieces = ['"', " cycling"] + [f"t{i}" for i in range(70)]
+    bias = CopyBias(cast(LlamaModel, Vocabulary(pieces)), "calories burned while road cycling at a trail", 2.0)
+    raised = bias.apply('{"activity_type": "road', np.zeros(len(pieces), dtype=np.float32))
+    assert raised[0] == 0.0 and raised[1] == 2.0
+    assert bias.apply('{"activity_type": "road cycling', np.zeros(len(pieces), dtype=np.float32))[0] == 2.0

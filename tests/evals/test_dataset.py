@@ -4,6 +4,7 @@ import pytest
 
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import arguments_match, load_cases, value_matches
+from tests.conftest import write_labelled_set
 
 
 def test_values_compare_as_numbers_when_both_parse():
@@ -25,3 +26,17 @@ def test_a_broken_cases_line_is_reported_with_its_number(tmp_path: Path):
     path.write_text('{"id": "a", "query": "q", "tool": "t"}\n{"id": "b", "query": "q"}\n')
     with pytest.raises(ConfigError, match=r"cases\.jsonl:2: not a case"):
         load_cases(path)
+
+
+def test_an_offset_split_leaves_out_exactly_the_cases_the_plain_sample_takes(tmp_path: Path):
+    from nexus_gateway.cli.evals import _load
+
+    tools = [{"name": "t", "inputSchema": {"type": "object"}}]
+    cases = [{"id": f"c{i}", "query": f"q{i}", "tool": "t"} for i in range(50)]
+    paths = write_labelled_set(tmp_path, tools, cases)
+    _, reported = _load(*paths, [], 20, 0)
+    _, tuning = _load(*paths, [], 20, 0, 20)
+    _, rest = _load(*paths, [], None, 0, 20)
+    assert len(reported) == len(tuning) == 20 and len(rest) == 30
+    assert {case.id for case in reported}.isdisjoint(case.id for case in rest)
+    assert {case.id for case in tuning} <= {case.id for case in rest}

@@ -70,6 +70,12 @@ async def test_an_optional_argument_the_request_does_not_contain_is_dropped():
     assert generated.schema_valid and generated.trace()["dropped"] == ["folder"]
 
 
+async def test_an_optional_value_in_the_singular_of_a_word_the_request_writes_is_kept_as_the_request_writes_it():
+    engine = ScriptedEngine(decoded('{"query": "Taxes", "folder": "receipt"}'))
+    generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes in receipts")
+    assert generated.arguments == {"query": "taxes", "folder": "receipts"} and generated.dropped == ()
+
+
 async def test_a_required_value_the_request_lacks_is_kept_and_flagged_ungrounded():
     engine = ScriptedEngine(decoded('{"query": "budget"}'))
     generated = await ArgumentGenerator(engine).generate(Session(0), SEARCH, "find my notes about taxes")
@@ -153,3 +159,36 @@ async def test_the_real_model_fills_the_city_from_the_request(gen_runtime: Runti
     assert generated.arguments is not None and generated.arguments["city"] == "Paris", generated.text
     assert generated.schema_valid and generated.ungrounded == () and generated.n_tokens > 0
     assert generated.trace()["arguments"] == generated.arguments == json.loads(generated.text)
+
+
+REACTOR = tool(
+    "simulate_reactor",
+    {"reactor_type": {"type": "string"}, "fuel_type": {"type": "string"}, "power": {"type": "number"}},
+    ["reactor_type", "fuel_type", "power"],
+)
+GRANT = tool(
+    "grant_access",
+    {"database_name": {"type": "string"}, "username": {"type": "string"}, "permission": {"type": "string"}},
+    ["database_name", "username", "permission"],
+)
+
+
+async def generate_with_the_real_model(runtime: Runtime, record: ToolRecord, request: str) -> dict[str, Any]:
+    runtime.reset()
+    engine = RuntimeEngine(runtime)
+    with anyio.fail_after(120):
+        generated = await ArgumentGenerator(engine).generate(await engine.open_session(), record, request)
+    assert generated.arguments is not None and generated.schema_valid, generated.text
+    return generated.arguments
+
+
+async def test_the_real_model_copies_a_whole_phrase_with_its_head_noun(gen_runtime: Runtime):
+    request = "Run a simulation of a molten salt reactor using thorium fuel at a power of 12.5."
+    arguments = await generate_with_the_real_model(gen_runtime, REACTOR, request)
+    assert arguments == {"reactor_type": "molten salt reactor", "fuel_type": "thorium", "power": 12.5}
+
+
+async def test_the_real_model_puts_a_value_under_the_parameter_it_names(gen_runtime: Runtime):
+    request = "Grant read permission to the user 'dana' on the Postgres database."
+    arguments = await generate_with_the_real_model(gen_runtime, GRANT, request)
+    assert arguments == {"database_name": "Postgres", "username": "dana", "permission": "read"}

@@ -4,7 +4,7 @@ import zoneinfo
 
 from nexus_gateway.generation.domains import time_zones, with_domains
 from nexus_gateway.generation.grammar import grammar_for
-from nexus_gateway.generation.grounding import grounding, invented_optional, ungrounded
+from nexus_gateway.generation.grounding import as_written, grounding, invented_optional, ungrounded
 
 CURRENT = {
     "type": "object",
@@ -84,6 +84,11 @@ def test_optional_arguments_the_request_never_gave_are_the_ones_dropped():
     assert invented_optional("create a note titled lunch", CONVERT, padded) == ["note"]
 
 
+def test_an_optional_argument_left_empty_is_dropped_and_a_required_one_is_not():
+    arguments = {"source_timezone": "", "time": "15:00", "target_timezone": "Asia/Tokyo", "note": ""}
+    assert invented_optional("convert 15:00 to Tokyo", CONVERT, arguments) == ["note"]
+
+
 READ = {
     "type": "object",
     "properties": {"path": {"type": "string"}, "encoding": {"type": "string"}},
@@ -126,3 +131,29 @@ def test_a_number_is_from_the_request_with_all_its_digits():
     assert grounding(request, schema, {"x": 12.0}).invented == 0
     assert grounding(request, schema, {"x": 0.686397}).invented == 1  # a prefix of the digits is not the number
     assert grounding("a slope of 34.2 degrees", schema, {"x": 34}).invented == 1
+
+
+DISEASE = {
+    "type": "object",
+    "properties": {
+        "disease_name": {"type": "string"},
+        "species": {"type": "string"},
+        "region": {"type": "string", "enum": ["Europe", "Asia"]},
+    },
+    "required": ["disease_name"],
+}
+
+
+def test_a_value_is_written_as_the_request_writes_it_its_case_and_its_plural():
+    request = "Provide information about avian influenza in cats in Asia."
+    written = as_written(request, DISEASE, {"disease_name": "Avian Influenza", "species": "cat", "region": "Asia"})
+    assert written == {"disease_name": "avian influenza", "species": "cats", "region": "Asia"}
+    assert invented_optional(request, DISEASE, written) == []
+
+
+def test_a_value_the_request_holds_in_no_spelling_is_left_as_it_is():
+    request = "Provide information about rabies in dogs."
+    arguments = {"disease_name": "rabies", "species": "canine", "region": "Europe"}
+    assert as_written(request, DISEASE, arguments) == arguments
+    glued = as_written("rabies in dogsled teams", DISEASE, {"disease_name": "rabies", "species": "dog"})
+    assert glued["species"] == "dog"
