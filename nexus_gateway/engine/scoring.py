@@ -4,12 +4,16 @@
                                                                 ^ scored: log P(token | everything before)
 
 For each tool the request's tokens are decoded after the tool's one-line signature in a session of
-their own (a copy of the preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving
+its own (a copy of the preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving
 Passage Retrieval with Zero-Shot Question Generation"). The request is the same for every tool, so the
 sums compare directly: the tool under which the model finds the request most likely explains it best. The
 same request after no tool at all is the baseline (`without`): a tool that does not raise the request's
 likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the session is
 closed afterwards and no other session changes.
+
+The signature part does not depend on the request: with a block store, it is compiled once into a block
+(keyed by its text, like the full schemas' blocks) and spliced at depth 0, which is exact (no shift), so
+a tool seen before costs only the request's tokens.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
+from nexus_gateway.engine.blocks import block_key
 from nexus_gateway.engine.prompt import signature_text
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.errors import EngineError
+from nexus_gateway.errors import BlockRejected, EngineError
 
 
 def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
@@ -31,6 +36,28 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
     peak = rows.max(axis=1, keepdims=True)
     norm = np.log(np.exp(rows - peak).sum(axis=1)) + peak[:, 0]
     return rows[np.arange(len(targets)), targets] - norm
+
+
+def _place_signature(rt: Runtime, seq: int, record: ToolRecord) -> int:
+    """Put `record`'s signature right after the preamble of the empty-after-preamble `seq`: its block
+    spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
+    text = signature_text(record)
+    tokens = rt.model.tokenize(text)
+    if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
+        rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
+        return len(tokens)
+    key, decoded = block_key(rt.layout.preamble, text), 0
+    try:
+        block = rt.store.get(key, tokens=tokens, anchor=rt.anchor)
+    except BlockRejected:
+        block = None
+    if block is None:
+        rt.store.write(key, rt.anchor, tokens, rt.compile_tokens(tokens))
+        block, decoded = rt.store.get(key, tokens=tokens, anchor=rt.anchor), len(tokens)
+    if block is None or not rt.splicer.splice(seq, rt.anchor, block):
+        rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
+        return len(tokens)
+    return decoded
 
 
 def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) -> Likelihoods:
@@ -44,24 +71,25 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
     state = rt.open_session()
     seq, tokens = state.seq, 0
 
-    def scored(tool: list[int]) -> float:
+    def scored(record: ToolRecord | None) -> float:
         nonlocal tokens
-        start = rt.anchor
-        head = tool + before[:-1]
-        if start + len(head) + len(target) > rt.ctx.n_ctx:
-            raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
         try:
-            if head:
-                rt.ctx.decode(seq, head, start, logits=False)
-            rows = rt.ctx.decode_all(seq, [before[-1], *target[:-1]], start + len(head))
-            tokens += len(head) + len(target)
+            if record is not None:
+                tokens += _place_signature(rt, seq, record)
+            start = rt.ctx.seq_range(seq)[1] + 1
+            if start + len(before) + len(target) > rt.ctx.n_ctx:
+                raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
+            if len(before) > 1:
+                rt.ctx.decode(seq, before[:-1], start, logits=False)
+            rows = rt.ctx.decode_all(seq, [before[-1], *target[:-1]], start + len(before) - 1)
+            tokens += len(before) + len(target) - 1
             return float(_log_probs(rows, target).sum())
         finally:
-            rt.ctx.seq_rm(seq, start, -1)
+            rt.ctx.seq_rm(seq, rt.anchor, -1)
 
     try:
-        per_tool = tuple(scored(rt.model.tokenize(signature_text(record))) for record in records)
-        without = scored([])
+        per_tool = tuple(scored(record) for record in records)
+        without = scored(None)
     finally:
         rt.close_session(state)
     return Likelihoods(per_tool, without, len(target), tokens, time.perf_counter() - started)

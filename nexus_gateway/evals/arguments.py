@@ -94,8 +94,8 @@ def write_details(outcomes: Sequence[Outcome], path: Path) -> None:
             out.write(json.dumps(outcome.detail(), ensure_ascii=False) + "\n")
 
 
-Router = Callable[[str], tuple[list[str], bool]]
-"""A request -> the best tool names (best first), and whether the first clears the margin gate."""
+Router = Callable[[str], tuple[list[tuple[str, float]], bool]]
+"""A request -> the best tools' names and scores (best first), and whether the first clears the margin gate."""
 
 
 def _router(records: Sequence[ToolRecord], k: int) -> Router:
@@ -105,9 +105,9 @@ def _router(records: Sequence[ToolRecord], k: int) -> Router:
     retriever = build_retriever("default", Path(tempfile.mkdtemp(prefix="nexus-eval-")))
     retriever.index(records)
 
-    def route(query: str) -> tuple[list[str], bool]:
+    def route(query: str) -> tuple[list[tuple[str, float]], bool]:
         hits = retriever.search(query, max(k, 2))
-        return [hit.name for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
+        return [(hit.name, hit.score) for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
 
     return route
 
@@ -173,10 +173,11 @@ async def evaluate_arguments(
         for done, case in enumerate(cases):
             name = case.tool
             if router:
-                names, automatic = router(case.query)
-                name = names[0] if names else ""
-                if reranker is not None and names and not automatic:
-                    reranked = await reranker.rerank(case.query, [records[n] for n in names])
+                hits, automatic = router(case.query)
+                name = hits[0][0] if hits else ""
+                if reranker is not None and hits and not automatic:
+                    shown = [records[n] for n, _ in hits]
+                    reranked = await reranker.rerank(case.query, shown, [score for _, score in hits])
                     rerank_ms.append(reranked.ms)
                     name = reranked.choice or name
             record = records.get(name, records[case.tool])

@@ -7,7 +7,9 @@ The re-ranked top-1 is its choice, else (none, or above the gate) the retrieval'
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from nexus_gateway.catalog import ToolRecord
@@ -77,7 +79,8 @@ async def rerank_cases(
     lines: list[dict[str, Any]] = []
     times: list[float] = []
     chose_none = in_shown = right_when_shown = 0
-    async with LocalEngine(settings) as engine:
+    blocks = Path(tempfile.mkdtemp(prefix="nexus-rerank-"))  # signatures' blocks, reused within the run
+    async with LocalEngine(settings, compiled_root=blocks) as engine:
         reranker = Reranker(engine, k=k, weight=weight)
         for done, i in enumerate(below):
             case, shown = cases[i], [records[j] for j in scored[i].top[:k]]
