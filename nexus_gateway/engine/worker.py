@@ -31,10 +31,10 @@ import anyio.lowlevel
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Choosing, Chosen, Decoded, Decoding, Likelihoods, Session, Turn
 from nexus_gateway.engine.choosing import choose
-from nexus_gateway.engine.scoring import request_likelihoods
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.engine.scoring import request_likelihoods
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.errors import EngineError
 

@@ -74,12 +74,29 @@ async def rerank_cases(
     progress: Progress | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The re-ranked report at one candidate-set size, and one line per re-ranked case."""
+    with tempfile.TemporaryDirectory(prefix="nexus-rerank-") as blocks:  # signatures' blocks, reused in the run
+        return await _rerank_cases(
+            records, cases, scored, settings, Path(blocks), tau=tau, k=k, weight=weight, progress=progress
+        )
+
+
+async def _rerank_cases(
+    records: Sequence[ToolRecord],
+    cases: Sequence[Case],
+    scored: Sequence[Scored],
+    settings: EngineSettings,
+    blocks: Path,
+    *,
+    tau: float,
+    k: int,
+    weight: float,
+    progress: Progress | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     below = [i for i, s in enumerate(scored) if s.margin < tau]
     correct = [s.gold_rank == 1 for s in scored]
     lines: list[dict[str, Any]] = []
     times: list[float] = []
     chose_none = in_shown = right_when_shown = 0
-    blocks = Path(tempfile.mkdtemp(prefix="nexus-rerank-"))  # signatures' blocks, reused within the run
     async with LocalEngine(settings, compiled_root=blocks) as engine:
         reranker = Reranker(engine, k=k, weight=weight)
         for done, i in enumerate(below):

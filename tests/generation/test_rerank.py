@@ -64,7 +64,10 @@ async def test_every_candidate_is_scored_and_the_tool_the_request_names_wins(gen
 
 async def test_a_signature_seen_before_is_spliced_from_its_block_and_scores_the_same(gen_runtime: Runtime):
     gen_runtime.reset()
-    query, clock = "What time is it in Tokyo?", ToolRecord.from_tool("", {"name": "world_clock", "description": "Time."})
+    query, clock = (
+        "What time is it in Tokyo?",
+        ToolRecord.from_tool("", {"name": "world_clock", "description": "Time."}),
+    )
     first = request_likelihoods(gen_runtime, [clock, WEATHER], query)  # compiles the blocks it needs
     again = request_likelihoods(gen_runtime, [clock, WEATHER], query)
     store, gen_runtime.store = gen_runtime.store, None
