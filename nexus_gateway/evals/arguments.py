@@ -39,6 +39,8 @@ class Outcome:
     case: Case
     routed: str
     generated: Generated
+    rerank: dict[str, Any] | None = None
+    """The re-ranker's trace, when the routed tool was re-ranked."""
 
     @property
     def tool_ok(self) -> bool:
@@ -81,6 +83,7 @@ class Outcome:
             "dropped": list(generated.dropped),
             "ungrounded": list(generated.ungrounded),
             "closed_early": generated.closed_early,
+            "rerank": self.rerank,
             "ttft_ms": generated.ttft_ms,
             "total_ms": generated.total_ms,
             "tokens": generated.n_tokens,
@@ -171,7 +174,7 @@ async def evaluate_arguments(
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
-            name = case.tool
+            name, trace = case.tool, None
             if router:
                 hits, automatic = router(case.query)
                 name = hits[0][0] if hits else ""
@@ -179,10 +182,10 @@ async def evaluate_arguments(
                     shown = [records[n] for n, _ in hits]
                     reranked = await reranker.rerank(case.query, shown, [score for _, score in hits])
                     rerank_ms.append(reranked.ms)
-                    name = reranked.choice or name
+                    name, trace = reranked.choice or name, reranked.trace()
             record = records.get(name, records[case.tool])
             generated = await generator.generate(session, record, case.query)
-            outcomes.append(Outcome(case, name, generated))
+            outcomes.append(Outcome(case, name, generated, trace))
             if progress:
                 progress(done + 1, len(cases))
         model = engine.settings.model or "default"
