@@ -35,7 +35,8 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
     """log P(targets[i]) under the logits `rows[i]` (a log-softmax per row, taken at one column)."""
     peak = rows.max(axis=1, keepdims=True)
     norm = np.log(np.exp(rows - peak).sum(axis=1)) + peak[:, 0]
-    return rows[np.arange(len(targets)), targets] - norm
+    picked: np.ndarray = rows[np.arange(len(targets)), targets] - norm
+    return picked
 
 
 def _place_signature(rt: Runtime, seq: int, record: ToolRecord) -> int:
