@@ -83,6 +83,7 @@ def _add_reranking(
     limit: int | None,
     model: str | None,
     k: int,
+    weight: float,
     details: Path | None,
 ) -> None:
     """`eval routing --rerank`: the local model's choice below the gate, added to each size's row."""
@@ -112,6 +113,7 @@ def _add_reranking(
                 method=report["fusion"],
                 tau=report["tau"],
                 k=k,
+                weight=weight,
                 progress=advance,
             )
         )
@@ -155,9 +157,12 @@ def eval_routing(
     fusion: FusionOption = "linear",
     tau: Annotated[float | None, typer.Option(help="Margin gate threshold (default: the shipped calibration).")] = None,
     rerank: Annotated[
-        bool, typer.Option("--rerank", help="Below the gate, let the local model choose among the top k.")
+        bool, typer.Option("--rerank", help="Below the gate, re-rank the top k with the local model's evidence.")
     ] = False,
-    rerank_k: Annotated[int, typer.Option(min=1, max=20, help="Candidates the local model chooses among.")] = 5,
+    rerank_k: Annotated[int, typer.Option(min=1, max=20, help="Candidates the local model scores.")] = 5,
+    rerank_weight: Annotated[
+        float | None, typer.Option(help="With --rerank: the model's weight against retrieval (default: shipped).")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="With --rerank: a packaged model's name or a GGUF path.")] = None,
     details: Annotated[
         Path | None, typer.Option("--details", help="With --rerank: every re-ranked case here, one JSON line each.")
@@ -181,7 +186,10 @@ def eval_routing(
     )
     if rerank:
         sets = (tools, cases, distractors)
-        _add_reranking(report, embedded, sets, _sizes(sizes), seed, limit, model, rerank_k, details)
+        from nexus_gateway.generation.rerank import WEIGHT
+
+        weight = WEIGHT if rerank_weight is None else rerank_weight
+        _add_reranking(report, embedded, sets, _sizes(sizes), seed, limit, model, rerank_k, weight, details)
     table = Table(title=f"routing: {report['n_cases']} cases, {report['embedder']}, {method}", title_justify="left")
     columns = ["N", "top-1", "recall@5", "auto coverage", "auto precision", "scan p50 (us)"]
     if rerank:

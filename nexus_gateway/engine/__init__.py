@@ -14,7 +14,8 @@ policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
 splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
-choosing.py  one constrained choice (re-ranking): a prompt of its own, a reply under a grammar
+choosing.py  one constrained choice: a prompt of its own, a reply under a grammar
+scoring.py   query likelihood (re-ranking): log P(request | each tool's signature), teacher-forced
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
 """
@@ -102,6 +103,20 @@ class Chosen:
     total_s: float
 
 
+@dataclass(frozen=True)
+class Likelihoods:
+    """How likely a request is after each candidate tool (`scoring.py`): summed log-probabilities of its
+    tokens, teacher-forced; higher explains the request better."""
+
+    per_tool: tuple[float, ...]
+    """One a candidate, in the order given."""
+    without: float
+    """The same request after no tool: the baseline a tool has to beat to say anything for it."""
+    request_tokens: int
+    decoded_tokens: int
+    total_s: float
+
+
 class Engine(Protocol):
     """What generation (argument filling, client sessions) needs of a model engine. `LocalEngine` is the one
     there is; tests and benchmarks reach further with `LocalEngine.run`."""
@@ -125,7 +140,11 @@ class Engine(Protocol):
         ...
 
     async def choose(self, how: Choosing) -> Chosen:
-        """Answer one constrained choice (re-ranking) in a prompt of its own; no session changes."""
+        """Answer one constrained choice in a prompt of its own; no session changes."""
+        ...
+
+    async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
+        """How likely `query` is after each of `records` (re-ranking); no session changes."""
         ...
 
 

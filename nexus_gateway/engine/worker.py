@@ -29,11 +29,12 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Choosing, Chosen, Decoded, Decoding, Session, Turn
+from nexus_gateway.engine import Choosing, Chosen, Decoded, Decoding, Likelihoods, Session, Turn
 from nexus_gateway.engine.choosing import choose
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.engine.scoring import request_likelihoods
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.errors import EngineError
 
@@ -238,6 +239,10 @@ class LocalEngine:
 
     async def choose(self, how: Choosing) -> Chosen:
         return await self._worker.call(lambda rt: choose(rt, how))
+
+    async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
+        chosen = list(records)
+        return await self._worker.call(lambda rt: request_likelihoods(rt, chosen, query))
 
     async def compile(self, records: Iterable[ToolRecord], progress: Progress | None = None) -> CompileReport:
         chosen = list(records)

@@ -39,6 +39,8 @@ class Outcome:
     case: Case
     routed: str
     generated: Generated
+    rerank: dict[str, Any] | None = None
+    """The re-ranker's trace, when the routed tool was re-ranked."""
 
     @property
     def tool_ok(self) -> bool:
@@ -81,6 +83,7 @@ class Outcome:
             "dropped": list(generated.dropped),
             "ungrounded": list(generated.ungrounded),
             "closed_early": generated.closed_early,
+            "rerank": self.rerank,
             "ttft_ms": generated.ttft_ms,
             "total_ms": generated.total_ms,
             "tokens": generated.n_tokens,
@@ -94,8 +97,8 @@ def write_details(outcomes: Sequence[Outcome], path: Path) -> None:
             out.write(json.dumps(outcome.detail(), ensure_ascii=False) + "\n")
 
 
-Router = Callable[[str], tuple[list[str], bool]]
-"""A request -> the best tool names (best first), and whether the first clears the margin gate."""
+Router = Callable[[str], tuple[list[tuple[str, float]], bool]]
+"""A request -> the best tools' names and scores (best first), and whether the first clears the margin gate."""
 
 
 def _router(records: Sequence[ToolRecord], k: int) -> Router:
@@ -105,9 +108,9 @@ def _router(records: Sequence[ToolRecord], k: int) -> Router:
     retriever = build_retriever("default", Path(tempfile.mkdtemp(prefix="nexus-eval-")))
     retriever.index(records)
 
-    def route(query: str) -> tuple[list[str], bool]:
+    def route(query: str) -> tuple[list[tuple[str, float]], bool]:
         hits = retriever.search(query, max(k, 2))
-        return [hit.name for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
+        return [(hit.name, hit.score) for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
 
     return route
 
@@ -171,17 +174,18 @@ async def evaluate_arguments(
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
-            name = case.tool
+            name, trace = case.tool, None
             if router:
-                names, automatic = router(case.query)
-                name = names[0] if names else ""
-                if reranker is not None and names and not automatic:
-                    reranked = await reranker.rerank(case.query, [records[n] for n in names])
+                hits, automatic = router(case.query)
+                name = hits[0][0] if hits else ""
+                if reranker is not None and hits and not automatic:
+                    shown = [records[n] for n, _ in hits]
+                    reranked = await reranker.rerank(case.query, shown, [score for _, score in hits])
                     rerank_ms.append(reranked.ms)
-                    name = reranked.choice or name
+                    name, trace = reranked.choice or name, reranked.trace()
             record = records.get(name, records[case.tool])
             generated = await generator.generate(session, record, case.query)
-            outcomes.append(Outcome(case, name, generated))
+            outcomes.append(Outcome(case, name, generated, trace))
             if progress:
                 progress(done + 1, len(cases))
         model = engine.settings.model or "default"

@@ -37,6 +37,8 @@ class Scored:
     margin: float
     top: tuple[int, ...] = ()
     """Pool indices of the best tools, best first (ties against gold), for re-ranking."""
+    top_scores: tuple[float, ...] = ()
+    """Their fused retrieval scores."""
 
 
 class ToolPool:
@@ -94,7 +96,9 @@ def score_cases(
         margin = gate.margin([float(fused[i]) for i in best])
         order = np.lexsort((candidates == candidates[0], -fused))[:keep]  # gold (index 0) last among ties
         top = tuple(int(candidates[j]) for j in order)
-        scored.append(Scored(int(np.count_nonzero(fused >= fused[0])), margin, top))  # ties count against gold
+        top_scores = tuple(float(fused[j]) for j in order)
+        rank = int(np.count_nonzero(fused >= fused[0]))  # ties count against gold
+        scored.append(Scored(rank, margin, top, top_scores))
     return scored
 
 

@@ -3,13 +3,13 @@
     request -> GatewayCore.search -> margin gate -> tool -> ArgumentGenerator (the client's own engine
             session) -> jsonschema -> GatewayCore.call_upstream
 
-Below the margin gate, the local model chooses among the best `nexus.rerank_k` tools (generation/
-rerank.py: its reply is constrained to their names or `none`); the chosen tool is filled, and taken
-when its required arguments come from the request (generation/grounding.py) and validate; if they do
-not, the next best tools in retrieval order are tried the same way (`FILL_CHECKS` in all). When the
-model chooses none, or the request fills none of them, the candidates come back instead of a guess.
-The trace says which (`routing`: reranked, grounded or ambiguous), with the candidates shown, the
-model's choice and its time.
+Below the margin gate, the best `nexus.rerank_k` tools are re-ranked (generation/rerank.py: the local
+model scores how likely the request is after each tool, fused with retrieval's scores); the best is
+filled, and taken when its required arguments come from the request (generation/grounding.py) and
+validate; if they do not, the next ones in re-ranked order are tried the same way (`FILL_CHECKS` in
+all). When no candidate makes the request likelier than no tool, or the request fills none of them, the
+candidates come back instead of a guess. The trace says which (`routing`: reranked, grounded or
+ambiguous), with every candidate's scores, the choice and its time.
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -114,10 +114,11 @@ class Runner:
             return self._generator, self._pool
 
     async def rerank(self, query: str, results: list[SearchResult]) -> Reranked:
-        """The local model's choice among the first `rerank_k` of `results` (search_tools' `rerank`)."""
+        """The first `rerank_k` of `results` re-ordered with the local model's evidence (search_tools' `rerank`)."""
         await self._start()
         assert self._reranker is not None
-        return await self._reranker.rerank(query, [self.gateway.resolve(result.name) for result in results])
+        records = [self.gateway.resolve(result.name) for result in results]
+        return await self._reranker.rerank(query, records, [result.score for result in results])
 
     async def aclose(self) -> None:
         """Close the engine (the gateway has cancelled the background turns first: they are dropped)."""
@@ -206,9 +207,9 @@ class Runner:
         results: list[SearchResult],
         trace: dict[str, Any],
     ) -> Candidate | None:
-        """The automatic choice; below the gate, the local model's choice when the request fills it, else
-        the next of the best few (retrieval order) that it fills, or None (the model chose none, or the
-        request fills none of those checked)."""
+        """The automatic choice; below the gate, the re-ranked best when the request fills it, else the
+        next of the best few (re-ranked order) that it fills, or None (no candidate explains the request,
+        or the request fills none of those checked)."""
         if results[0].automatic:
             return await self._fill(generator, session, query, results[0])
         reranked = await self.rerank(query, results)
@@ -216,8 +217,8 @@ class Runner:
         if reranked.choice is None:
             trace["routing"] = "ambiguous"
             return None
-        chosen = reranked.candidates.index(reranked.choice)
-        order = [results[chosen], *(result for i, result in enumerate(results) if i != chosen)]
+        ranked = sorted(range(len(reranked.fused)), key=lambda i: (-reranked.fused[i], i))
+        order = [results[i] for i in ranked]
         checked: list[Candidate] = []
         for result in order[:FILL_CHECKS]:
             checked.append(await self._fill(generator, session, query, result))

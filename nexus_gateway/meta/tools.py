@@ -165,7 +165,7 @@ class MetaTools:
                 structured["rerank"] = reranked.trace()
                 structured["chosen"] = reranked.choice
                 lines.append(
-                    f"(The local model chose {reranked.choice} for this request.)"
+                    f"(Re-ranked with the local model: {reranked.choice} fits this request best.)"
                     if reranked.choice
                     else "(The local model found none of these fits the request.)"
                 )

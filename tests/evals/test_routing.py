@@ -79,8 +79,8 @@ def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
     assert result.returncode == 2 and "missing from the tool set" in result.stderr
 
 
-def test_eval_routing_rerank_has_the_local_model_choose_below_the_gate(tmp_path: Path):
-    """`--tau` huge: every case is below the gate, so every one is re-ranked by the default model."""
+def test_eval_routing_rerank_scores_every_candidate_below_the_gate(tmp_path: Path):
+    """`--tau` huge: every case is below the gate, so every one is re-ranked with the default model."""
     chosen = [case for case in CASES if case["tool"] in ("tool.weather", "tool.flights")]
     (tools, cases), out = write_labelled_set(tmp_path, TOOLS, chosen), tmp_path / "report.json"
     details = tmp_path / "reranked.jsonl"
@@ -110,5 +110,5 @@ def test_eval_routing_rerank_has_the_local_model_choose_below_the_gate(tmp_path:
     reranked = json.loads(out.read_text())["sizes"]["12"]["rerank"]
     assert reranked["reranked"] == 2 and reranked["rerank_k"] == 3 and reranked["rerank_ms_p50"] > 0, reranked
     rows = [json.loads(line) for line in details.read_text().splitlines()]
-    assert [len(row["candidates"]) for row in rows] == [3, 3]
+    assert [len(row["candidates"]) for row in rows] == [3, 3] and [len(row["scores"]) for row in rows] == [3, 3]
     assert all(row["choice"] in (*row["candidates"], None) and row["gold"] in row["candidates"] for row in rows)

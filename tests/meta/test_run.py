@@ -51,14 +51,15 @@ async def test_run_returns_the_candidates_when_the_request_fills_none_of_them(tm
     assert {c["name"] for c in structured["candidates"]} == {"time__get_current_time", "time__convert_time"}
     trace = structured["trace"]
     assert trace["reranked"] and set(trace["candidates"]) == {"time__get_current_time", "time__convert_time"}, trace
-    assert trace["choice"] in trace["candidates"] and trace["rerank_ms"] > 0, trace  # the local model chose one
+    assert trace["choice"] in trace["candidates"] and trace["rerank_ms"] > 0, trace  # the best fused candidate
+    assert [row["name"] for row in trace["scores"]] == trace["candidates"], trace  # every candidate scored
     checked = trace["checked"]
     assert trace["routing"] == "ambiguous" and checked[0]["tool"] == trace["choice"] and len(checked) == 2, checked
     assert all(c["invented"] > 0 for c in checked), checked  # ... and the request gives it no zone
 
 
 @pytest.mark.parametrize("era", ["legacy", "auto"])
-async def test_search_tools_with_rerank_marks_the_local_models_choice_below_the_gate(tmp_path: Path, era: str):
+async def test_search_tools_with_rerank_marks_the_best_re_ranked_tool_below_the_gate(tmp_path: Path, era: str):
     config = make_config(tmp_path, {"time": TIME}, mode="routed")
     async with running_gateway(config, era=era) as (gateway, client):
         plain = await client.call_tool("search_tools", {"query": "what time is it?"})
@@ -71,7 +72,9 @@ async def test_search_tools_with_rerank_marks_the_local_models_choice_below_the_
     names = [tool["name"] for tool in structured["tools"]]
     assert structured["rerank"]["reranked"] and structured["rerank"]["candidates"] == names, structured
     assert structured["chosen"] == "time__get_current_time", structured
-    assert "The local model chose time__get_current_time" in text_of(result)
+    scores = structured["rerank"]["scores"]
+    assert [row["name"] for row in scores] == names and all(row["likelihood"] < 0 for row in scores), scores
+    assert "Re-ranked with the local model: time__get_current_time fits this request best" in text_of(result)
 
 
 @pytest.mark.parametrize("auto_execute", [[], ["notes__create_note"]])

@@ -1,0 +1,96 @@
+"""Query likelihood (re-ranking): how likely the request is after each candidate tool, teacher-forced.
+
+    <bos> preamble | tool text (signature) | user turn opening | request tokens <end of turn>
+                                                                ^ scored: log P(token | everything before)
+
+For each tool the request's tokens are decoded after the tool's one-line signature in a session of
+its own (a copy of the preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving
+Passage Retrieval with Zero-Shot Question Generation"). The request is the same for every tool, so the
+sums compare directly: the tool under which the model finds the request most likely explains it best. The
+same request after no tool at all is the baseline (`without`): a tool that does not raise the request's
+likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the session is
+closed afterwards and no other session changes.
+
+The signature part does not depend on the request: with a block store, it is compiled once into a block
+(keyed by its text, like the full schemas' blocks) and spliced at depth 0, which is exact (no shift), so
+a tool seen before costs only the request's tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.engine import Likelihoods
+from nexus_gateway.engine.blocks import block_key
+from nexus_gateway.engine.prompt import signature_text
+from nexus_gateway.engine.runtime import Runtime
+from nexus_gateway.errors import BlockRejected, EngineError
+
+
+def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
+    """log P(targets[i]) under the logits `rows[i]` (a log-softmax per row, taken at one column)."""
+    peak = rows.max(axis=1, keepdims=True)
+    norm = np.log(np.exp(rows - peak).sum(axis=1)) + peak[:, 0]
+    picked: np.ndarray = rows[np.arange(len(targets)), targets] - norm
+    return picked
+
+
+def _place_signature(rt: Runtime, seq: int, record: ToolRecord) -> int:
+    """Put `record`'s signature right after the preamble of the empty-after-preamble `seq`: its block
+    spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
+    text = signature_text(record)
+    tokens = rt.model.tokenize(text)
+    if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
+        rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
+        return len(tokens)
+    key, decoded = block_key(rt.layout.preamble, text), 0
+    try:
+        block = rt.store.get(key, tokens=tokens, anchor=rt.anchor)
+    except BlockRejected:
+        block = None
+    if block is None:
+        rt.store.write(key, rt.anchor, tokens, rt.compile_tokens(tokens))
+        block, decoded = rt.store.get(key, tokens=tokens, anchor=rt.anchor), len(tokens)
+    if block is None or not rt.splicer.splice(seq, rt.anchor, block):
+        rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
+        return len(tokens)
+    return decoded
+
+
+def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) -> Likelihoods:
+    """The summed log-probability of `query`'s tokens after each of `records` (in order), and after none."""
+    started = time.perf_counter()
+    opening, _, closing = rt.layout.request.partition("{query}")
+    before = rt.model.tokenize(opening, special=True)
+    target = rt.model.tokenize(query.strip()) + rt.model.tokenize(closing, special=True)[:1]
+    if not before or not query.strip():
+        raise EngineError("query likelihood needs a request and a layout with a user turn before it")
+    state = rt.open_session()
+    seq, tokens = state.seq, 0
+
+    def scored(record: ToolRecord | None) -> float:
+        nonlocal tokens
+        try:
+            if record is not None:
+                tokens += _place_signature(rt, seq, record)
+            start = rt.ctx.seq_range(seq)[1] + 1
+            if start + len(before) + len(target) > rt.ctx.n_ctx:
+                raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
+            if len(before) > 1:
+                rt.ctx.decode(seq, before[:-1], start, logits=False)
+            rows = rt.ctx.decode_all(seq, [before[-1], *target[:-1]], start + len(before) - 1)
+            tokens += len(before) + len(target) - 1
+            return float(_log_probs(rows, target).sum())
+        finally:
+            rt.ctx.seq_rm(seq, rt.anchor, -1)
+
+    try:
+        per_tool = tuple(scored(record) for record in records)
+        without = scored(None)
+    finally:
+        rt.close_session(state)
+    return Likelihoods(per_tool, without, len(target), tokens, time.perf_counter() - started)
