@@ -167,7 +167,7 @@ class NexusSettings(BaseModel):
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
     rerank_k: int = Field(default=5, ge=1, le=20)
-    """Below the margin gate, the local model chooses among this many of the best tools (`run`, and
+    """Below the margin gate, the local model scores this many of the best tools, fused with retrieval (`run`, and
     `search_tools` with `rerank`)."""
     search_rerank: bool = False
     """`search_tools` re-ranks below the gate with the local model unless a call says `rerank: false`

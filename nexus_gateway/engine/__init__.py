@@ -14,7 +14,6 @@ policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
 splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
-choosing.py  one constrained choice: a prompt of its own, a reply under a grammar
 scoring.py   query likelihood (re-ranking): log P(request | each tool's signature), teacher-forced
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
@@ -79,30 +78,6 @@ class Decoded:
     """The budget ran out and the object was closed in closing mode (values may be cut short)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Choosing:
-    """One constrained choice, outside every session: the model reads `instruction` and `options` (the
-    system turn, or the model family's equivalent), then `query` (the user turn), and replies greedily
-    under a GBNF grammar that admits exactly the texts in `replies`."""
-
-    instruction: str
-    options: str
-    query: str
-    replies: tuple[str, ...]
-    max_tokens: int = 64
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """The reply to a `Choosing`."""
-
-    text: str
-    """One of the `replies`, or "" when none was complete within `max_tokens`."""
-    n_tokens: int
-    prompt_tokens: int
-    total_s: float
-
-
 @dataclass(frozen=True)
 class Likelihoods:
     """How likely a request is after each candidate tool (`scoring.py`): summed log-probabilities of its
@@ -137,10 +112,6 @@ class Engine(Protocol):
 
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         """Compile the KV blocks `splice` needs, when the engine keeps blocks (incremental)."""
-        ...
-
-    async def choose(self, how: Choosing) -> Chosen:
-        """Answer one constrained choice in a prompt of its own; no session changes."""
         ...
 
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:

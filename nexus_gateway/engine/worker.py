@@ -29,8 +29,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Choosing, Chosen, Decoded, Decoding, Likelihoods, Session, Turn
-from nexus_gateway.engine.choosing import choose
+from nexus_gateway.engine import Decoded, Decoding, Likelihoods, Session, Turn
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
@@ -236,9 +235,6 @@ class LocalEngine:
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         chosen = list(records)
         await self._worker.call(lambda rt: compile_tools(rt, chosen) if rt.store is not None else None)
-
-    async def choose(self, how: Choosing) -> Chosen:
-        return await self._worker.call(lambda rt: choose(rt, how))
 
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         chosen = list(records)

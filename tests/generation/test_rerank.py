@@ -6,8 +6,7 @@ import anyio
 import pytest
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Choosing, Chosen, Likelihoods
-from nexus_gateway.engine.choosing import choose, reply_grammar
+from nexus_gateway.engine import Likelihoods
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.scoring import request_likelihoods
 from nexus_gateway.generation.rerank import Reranker, fuse, standardized
@@ -30,16 +29,8 @@ class RuntimeEngine:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
 
-    async def choose(self, how: Choosing) -> Chosen:
-        return choose(self.rt, how)
-
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         return request_likelihoods(self.rt, records, query)
-
-
-def test_the_reply_grammar_admits_exactly_the_replies_and_escapes_them():
-    grammar = reply_grammar(['get "x"', "a\\b", 'get "x"'])
-    assert grammar == 'root ::= "get \\"x\\"" | "a\\\\b"\n'
 
 
 def test_the_fused_pick_is_retrievals_when_the_model_is_indifferent_and_the_models_when_retrieval_is():
@@ -92,17 +83,3 @@ def test_scoring_leaves_every_session_as_it_was(gen_runtime: Runtime):
     assert request_likelihoods(gen_runtime, [EMAIL, WEATHER], "weather in Rome").per_tool == pytest.approx(
         scored.per_tool, abs=1e-3
     )
-
-
-def test_a_reply_is_one_of_the_replies_even_when_names_start_alike(gen_runtime: Runtime):
-    """`calc` is the start of `calculator`: decoding goes on until one reply is settled, never a cut-off name."""
-    gen_runtime.reset()
-    replies = ("calc", "calculator", "calculator_pro", "none")
-    for query in ("What is 2 + 2?", "Use the calculator", "hello"):
-        how = Choosing(
-            instruction="Choose a tool name.",
-            options="calc\ncalculator\ncalculator_pro\n",
-            query=query,
-            replies=replies,
-        )
-        assert choose(gen_runtime, how).text in replies
