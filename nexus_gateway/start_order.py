@@ -43,8 +43,7 @@ def load_start_times(state_dir: Path) -> dict[str, float]:
 def save_start_times(state_dir: Path, seconds: Mapping[str, float]) -> bool:
     """Record the start times just measured, keeping those of servers not started this time."""
     known = load_start_times(state_dir) | {name: round(value, 2) for name, value in seconds.items()}
-    state_dir.mkdir(parents=True, exist_ok=True)
-    return save_json(state_dir / FILE, {"format": _FORMAT, "seconds": known})
+    return save_json(state_dir / FILE, {"format": _FORMAT, "seconds": known})  # a warning when it cannot
 
 
 def slowest_first(names: Iterable[str], seconds: Mapping[str, float]) -> list[str]:

@@ -1,7 +1,9 @@
 """The engine's synchronous core, run on the worker thread: one model, one context, sessions as sequences.
 
-Sequence ids: sessions take 0 .. n_seq_max - 3; `n_seq_max - 2` holds the preamble once (every session
-starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and compiler's scratch.
+Sequence ids: sessions take 0 .. n_seq_max - 4; `n_seq_max - 3` is the re-ranker's (`scoring.py`: a copy of
+the preamble while it scores, so it never takes a client's session); `n_seq_max - 2` holds the preamble once
+(every session starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and compiler's
+scratch.
 """
 
 from __future__ import annotations
@@ -48,8 +50,10 @@ class Runtime:
         policy: SplicePolicy | None = None,
         layout: PromptLayout | None = None,
     ) -> None:
-        if ctx.settings.n_seq_max < 3:
-            raise EngineError("the engine needs n_seq_max >= 3 (one session, the preamble, a scratch sequence)")
+        if ctx.settings.n_seq_max < 4:
+            raise EngineError(
+                "the engine needs n_seq_max >= 4 (one session, the scorer's, the preamble, a scratch sequence)"
+            )
         self.model, self.ctx, self.model_file = model, ctx, model_file
         self.layout = layout or layout_for(model.info.architecture, model.info.chat_template)
         self.fingerprint = fingerprint(model_file, ctx.settings.kv_layout())
@@ -61,8 +65,9 @@ class Runtime:
         self.anchor = len(self.preamble)
         self.scratch = ctx.settings.n_seq_max - 1
         self.template = ctx.settings.n_seq_max - 2
+        self.scoring = ctx.settings.n_seq_max - 3
         self.splicer = Splicer(ctx, self.store, policy, scratch=self.scratch, anchor=self.anchor)
-        self._free = list(range(self.template - 1, -1, -1))
+        self._free = list(range(self.scoring - 1, -1, -1))
         self._sessions: dict[int, SessionState] = {}
         ctx.decode(self.template, self.preamble, 0, logits=False)
 
@@ -72,7 +77,7 @@ class Runtime:
         context = ContextSettings(
             n_ctx=settings.n_ctx,
             n_batch=settings.n_batch,
-            n_seq_max=settings.sessions + 2,
+            n_seq_max=settings.sessions + 3,
             threads=settings.threads,
             decode_threads=settings.decode_threads,
             flash_attn=settings.flash_attn,
@@ -103,7 +108,7 @@ class Runtime:
 
     def open_session(self) -> SessionState:
         if not self._free:
-            raise EngineError(f"all {self.template} engine sessions are in use; raise nexus.engine.sessions")
+            raise EngineError(f"all {self.scoring} engine sessions are in use; raise nexus.engine.sessions")
         seq = self._free.pop()
         self.ctx.seq_rm(seq)
         self.ctx.seq_cp(self.template, seq)
@@ -215,7 +220,7 @@ class Runtime:
     def reset(self) -> None:
         """Close every session and empty the cache, back to the state right after loading."""
         self._sessions.clear()
-        self._free = list(range(self.template - 1, -1, -1))
+        self._free = list(range(self.scoring - 1, -1, -1))
         self.ctx.clear()
         self.ctx.decode(self.template, self.preamble, 0, logits=False)
 

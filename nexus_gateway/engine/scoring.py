@@ -69,8 +69,9 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
     target = rt.model.tokenize(query.strip()) + rt.model.tokenize(closing, special=True)[:1]
     if not before or not query.strip():
         raise EngineError("query likelihood needs a request and a layout with a user turn before it")
-    state = rt.open_session()
-    seq, tokens = state.seq, 0
+    seq, tokens = rt.scoring, 0  # its own sequence: scoring never takes a client's session
+    rt.ctx.seq_rm(seq)
+    rt.ctx.seq_cp(rt.template, seq)
 
     def scored(record: ToolRecord | None) -> float:
         nonlocal tokens
@@ -92,5 +93,5 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
         per_tool = tuple(scored(record) for record in records)
         without = scored(None)
     finally:
-        rt.close_session(state)
+        rt.ctx.seq_rm(seq)
     return Likelihoods(per_tool, without, len(target), tokens, time.perf_counter() - started)
