@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -296,19 +297,6 @@ async def _stop(process: anyio.abc.Process) -> None:
         await process.wait()
 
 
-async def _gateway_run(
-    config_path: Path,
-    mode: str,
-    expected: set[str],
-    timeout: float,
-    poll: float,
-    env: dict[str, str],
-    log: Path,
-    state: str | None,
-) -> dict[str, Any]:
-    return await gateway(config_path, mode, expected, timeout=timeout, poll=poll, env=env, log=log, state=state)
-
-
 async def _direct_run(config: GatewayConfig, timeout: float, log: Path) -> dict[str, Any]:
     with log.open("w") as errlog:
         result = await direct(config, timeout=timeout, errlog=errlog)
@@ -347,9 +335,8 @@ def run(
                     expected = {name for name, outcome in result["servers"].items() if outcome["ok"]}
             else:
                 mode = kind.removeprefix("gateway-")
-                result = anyio.run(
-                    _gateway_run, config_path, mode, set(expected), timeout, poll, env or {}, log, kept.get(mode)
-                )
+                run_one = partial(gateway, timeout=timeout, poll=poll, env=env or {}, log=log, state=kept.get(mode))
+                result = anyio.run(run_one, config_path, mode, set(expected))
                 result["state"] = state
             result["round"] = round_index
             runs.append(result)
