@@ -119,9 +119,23 @@ def shorten(text: str, max_words: int) -> str:
     return " ".join(words[:max_words]) + "..."
 
 
-def signature(name: str, description: str, input_schema: Mapping[str, Any] | None, *, max_words: int = 12) -> str:
-    """One line a model can call the tool from: name, typed parameters, a short description."""
+def clip(text: str, max_words: int) -> str:
+    """All of `text` (every sentence), cut to `max_words` words."""
+    words = text.split()
+    return " ".join(words[:max_words]) + ("..." if len(words) > max_words else "")
+
+
+def signature(
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any] | None,
+    *,
+    max_words: int = 12,
+    first_sentence: bool = True,
+) -> str:
+    """One line a model can call the tool from: name, typed parameters, a short description (its first
+    sentence, or with `first_sentence=False` as many sentences as fit in `max_words`)."""
     schema = input_schema or {}
     params = ", ".join(_params(schema, schema, 0))
-    summary = shorten(description, max_words)
+    summary = shorten(description, max_words) if first_sentence else clip(description, max_words)
     return f"{name}({params})" + (f" - {summary}" if summary else "")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from mcp import Client, StdioServerParameters
 
 from nexus_gateway.config import GatewayConfig, load_config
@@ -24,6 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FAULTY = str(ROOT / "tests" / "servers" / "faulty_server.py")
 LIBRARY = str(ROOT / "tests" / "servers" / "library_server.py")
 EXAMPLES = ROOT / "examples"
+
+# Property tests check what holds, not how fast: on a shared 2-core machine an example can take more than
+# Hypothesis's default 200 ms deadline without anything being wrong.
+hypothesis_settings.register_profile("shared-machine", deadline=None)
+hypothesis_settings.load_profile("shared-machine")
 
 
 @pytest.fixture

@@ -84,3 +84,12 @@ def test_optional_parameters_are_marked(schema: dict[str, Any]):
     for name in schema["properties"]:
         mark = "" if name in schema["required"] else "?"
         assert f"{name}{mark}: " in line
+
+
+def test_a_longer_summary_keeps_every_sentence_up_to_its_word_budget():
+    description = "Stay informed with the latest financial updates. Covers stocks, cryptocurrencies, and more."
+    assert signature("finance", description, None).endswith("- Stay informed with the latest financial updates")
+    longer = signature("finance", description, None, max_words=48, first_sentence=False)
+    assert longer == "finance() - " + description
+    cut = signature("finance", description, None, max_words=9, first_sentence=False)
+    assert cut == "finance() - Stay informed with the latest financial updates. Covers stocks,..."

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Turn
+from nexus_gateway.signatures import signature
 
 _FIELD = re.compile(r"\{(instruction|context|query)\}")
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
@@ -141,3 +142,16 @@ def tool_text(record: ToolRecord) -> str:
 def signature_text(record: ToolRecord) -> str:
     """The compressed one-line signature in the same slot (the cheaper alternative to the full schema)."""
     return "Tool: " + record.signature + "\n"
+
+
+SCORING_WORDS = 48
+"""How much of a tool's description the re-ranker reads (`scoring_text`)."""
+
+
+def scoring_text(record: ToolRecord, max_words: int = SCORING_WORDS) -> str:
+    """The tool as the re-ranker reads it: the signature's slot and form, but with every sentence of the
+    description up to `max_words` words (the signature keeps only the first sentence's first 12), since
+    the scorer judges what a tool is for, and the later sentences often say it ("..., stocks,
+    cryptocurrencies, and more")."""
+    line = signature(record.name, record.description, record.input_schema, max_words=max_words, first_sentence=False)
+    return "Tool: " + line + "\n"

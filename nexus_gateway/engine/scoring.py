@@ -26,7 +26,7 @@ import numpy as np
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
 from nexus_gateway.engine.blocks import block_key
-from nexus_gateway.engine.prompt import signature_text
+from nexus_gateway.engine.prompt import scoring_text
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import BlockRejected, EngineError
 
@@ -42,7 +42,7 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
 def _place_signature(rt: Runtime, seq: int, record: ToolRecord) -> int:
     """Put `record`'s signature right after the preamble of the empty-after-preamble `seq`: its block
     spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
-    text = signature_text(record)
+    text = scoring_text(record)
     tokens = rt.model.tokenize(text)
     if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
         rt.ctx.decode(seq, tokens, rt.anchor, logits=False)

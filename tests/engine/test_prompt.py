@@ -15,3 +15,19 @@ def test_a_turn_is_the_request_its_arguments_and_the_start_of_its_result(layout:
         == 'Earlier request: weather in Oslo\nArguments: {"city": "Oslo"}\nResult: Sunny, 12 C\n'
     )
     assert layout.turn_text(proposed) == 'Earlier request: email bob\nArguments: {"to": "bob"}\n'
+
+
+def test_the_scorer_reads_the_whole_description_where_the_signature_keeps_its_first_sentence():
+    from nexus_gateway.catalog import ToolRecord
+    from nexus_gateway.engine.prompt import scoring_text, signature_text
+
+    tool = {
+        "name": "FinanceTool",
+        "description": "Stay informed with the latest financial updates. Options, stocks, cryptocurrencies, and more.",
+        "inputSchema": {"type": "object", "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]},
+    }
+    record = ToolRecord.from_tool("finance", tool)
+    assert "cryptocurrencies" not in signature_text(record)
+    text = scoring_text(record)
+    assert text.startswith("Tool: " + record.name + "(symbol: str) - Stay informed")
+    assert "cryptocurrencies" in text and text.endswith("\n")
