@@ -147,3 +147,18 @@ def test_importing_the_front_loads_no_model_and_no_numpy(module: str, absent: li
     code = f"import sys, {module}; print(','.join(m for m in {absent!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert loaded.stdout.strip() == ""
+
+
+def test_building_the_http_front_leaves_the_dashboard_templates_for_its_first_request(tmp_path: Path):
+    """jinja2 (~90 ms, a few MB) loads when someone opens /ui, not on every HTTP cold start."""
+    code = (
+        "import sys\n"
+        "from nexus_gateway.config import parse_config\n"
+        "from nexus_gateway.gateway import Gateway\n"
+        "from nexus_gateway.server.http import build_http_app\n"
+        f"config = parse_config({{'mcpServers': {{}}, 'nexus': {{'state_dir': {str(tmp_path)!r}}}}})\n"
+        "build_http_app(Gateway(config))\n"
+        "print(','.join(m for m in ('jinja2', 'llama_cpp', 'numpy', 'onnxruntime') if m in sys.modules))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == ""
