@@ -103,3 +103,22 @@ def test_the_engine_splices_by_the_policy_shipped_for_its_model_when_none_was_ca
 
     assert runtime.store is not None and not (runtime.store.directory / "splice_policy.json").exists()
     assert runtime.policy is MODELS[DEFAULT_MODEL].splice
+
+
+def test_teacher_forced_rows_match_a_token_by_token_decode_across_batches(fresh: Runtime):
+    """`decode_all` returns one row of logits after every token, in batches of `n_outputs` rows: more tokens
+    than one batch holds still give each row what decoding up to that token gives."""
+    ctx = fresh.ctx
+    tokens = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X)
+    assert len(tokens) > ctx.settings.n_outputs > ctx.settings.n_seq_max
+    state = fresh.open_session()
+    rows = ctx.decode_all(state.seq, tokens, state.n_past)
+    assert rows.shape == (len(tokens), fresh.model.info.n_vocab)
+    other = fresh.open_session()
+    for i, token in enumerate(tokens):
+        one = ctx.decode(other.seq, [token], other.n_past + i)
+        assert one is not None
+        second, first = np.sort(one)[-2:]
+        if first - second > 0.1:  # batch size changes the last bits: a near-tie may go either way
+            assert int(np.argmax(rows[i])) == int(np.argmax(one)), f"row {i}"
+        assert np.corrcoef(rows[i], one)[0, 1] > 0.999
