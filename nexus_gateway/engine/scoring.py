@@ -1,17 +1,18 @@
 """Query likelihood (re-ranking): how likely the request is after each candidate tool, teacher-forced.
 
-    <bos> preamble | tool text (signature) | user turn opening | request tokens <end of turn>
+    <bos> preamble | tool text (scoring_text) | user turn opening | request tokens <end of turn>
                                                                 ^ scored: log P(token | everything before)
 
-For each tool the request's tokens are decoded after the tool's one-line signature in a session of
-its own (a copy of the preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving
-Passage Retrieval with Zero-Shot Question Generation"). The request is the same for every tool, so the
-sums compare directly: the tool under which the model finds the request most likely explains it best. The
-same request after no tool at all is the baseline (`without`): a tool that does not raise the request's
-likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the session is
+For each tool the request's tokens are decoded after the tool's line (`prompt.scoring_text`: the
+signature's form with the whole description, up to 48 words) in a sequence of its own (a copy of the
+preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving Passage Retrieval
+with Zero-Shot Question Generation"). The request is the same for every tool, so the sums compare
+directly: the tool under which the model finds the request most likely explains it best. The same
+request after no tool at all is the baseline (`without`): a tool that does not raise the request's
+likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the sequence is
 closed afterwards and no other session changes.
 
-The signature part does not depend on the request: with a block store, it is compiled once into a block
+The tool's part does not depend on the request: with a block store, it is compiled once into a block
 (keyed by its text, like the full schemas' blocks) and spliced at depth 0, which is exact (no shift), so
 a tool seen before costs only the request's tokens.
 """
@@ -39,8 +40,8 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
     return picked
 
 
-def _place_signature(rt: Runtime, seq: int, record: ToolRecord) -> int:
-    """Put `record`'s signature right after the preamble of the empty-after-preamble `seq`: its block
+def _place_tool(rt: Runtime, seq: int, record: ToolRecord) -> int:
+    """Put `record`'s scoring text right after the preamble of the empty-after-preamble `seq`: its block
     spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
     text = scoring_text(record)
     tokens = rt.model.tokenize(text)
@@ -77,7 +78,7 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
         nonlocal tokens
         try:
             if record is not None:
-                tokens += _place_signature(rt, seq, record)
+                tokens += _place_tool(rt, seq, record)
             start = rt.ctx.seq_range(seq)[1] + 1
             if start + len(before) + len(target) > rt.ctx.n_ctx:
                 raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")

@@ -1,7 +1,7 @@
 """`Reranker`: below the margin gate, the local model's evidence re-orders the best few tools.
 
     request, top-k tools, their retrieval scores
-        -> Engine.request_likelihoods: log P(request | tool's signature) for each, and with no tool
+        -> Engine.request_likelihoods: log P(request | tool's line) for each, and with no tool
         -> fused = z(retrieval) + weight * z(likelihood)     (z: standardized over the k candidates)
         -> the best fused candidate; None when no tool makes the request likelier than no tool at all
 
@@ -9,8 +9,8 @@ Every candidate is scored; nothing is sampled, so the model cannot lean to the f
 kinds of evidence are standardized over the candidates before they are added, so the pick is the
 retrieval's when the model is indifferent (equal likelihoods) and the model's when retrieval is (equal
 scores). `WEIGHT` was chosen on MetaTool cases disjoint from those reported (README). The prompt is the
-argument filler's (preamble, the tool's one-line signature, the request as the user turn): the same for
-every catalog, no wording tuned to one set.
+argument filler's (preamble, the tool's line with its whole description, the request as the user turn):
+the same for every catalog, no wording tuned to one set.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Reranked:
     """The best fused candidate; None when no candidate makes the request likelier than no tool."""
     retrieval: tuple[float, ...]
     likelihood: tuple[float, ...]
-    """log P(request | candidate's signature), summed over the request's tokens."""
+    """log P(request | candidate's line), summed over the request's tokens."""
     without: float
     """log P(request) after no tool."""
     fused: tuple[float, ...]
