@@ -77,6 +77,11 @@ class DirectCalls:
     def ready(self) -> bool:
         return self._write is not None
 
+    @property
+    def in_flight(self) -> bool:
+        """Whether a direct call is waiting for its answer."""
+        return bool(self._waiting)
+
     def attach(self, write: Write, pending_methods: OrderedDict[Any, str]) -> None:
         """The transport is up: `write` sends one line to the upstream's stdin; `pending_methods` is the
         transport's table of requests in flight (it answers an oversized result by it)."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from anyio.abc import Process
@@ -42,6 +43,8 @@ _THREAD_PARSE_BYTES = 1 << 20
 """Lines at least this long are parsed on a worker thread."""
 _EXIT_POLL = 0.25
 _PENDING_CAP = 4096
+_SETTLE_TURNS = 64
+"""At most this many event-loop turns to let the SDK act on a line before a direct answer may overtake it."""
 _WRITER_FLUSH = 0.5
 _WRITE_HIGH_WATER = 1 << 16
 """Bytes buffered for the upstream's stdin past which a direct write waits for the pipe to drain."""
@@ -119,6 +122,22 @@ async def stdio_upstream(
         ):
             pending.pop(parsed.message.id, None)
         await read_writer.send(parsed)
+        if direct is not None and direct.in_flight:
+            await _settle(read_writer)
+
+    async def _settle(stream: Any) -> None:
+        """Keep the upstream's order across the two channels: a direct call's answer read after this line
+        is claimed here at once, while the SDK acts on the line only when its loop next runs. The upstream
+        cancelling its own sampling request and then answering the call is the case that matters: were
+        the answer written first, the host's request would end with the call, never cancelled. So wait
+        until the SDK's loop is back for the next line (it applies `notifications/cancelled` inline), and
+        as many turns again for what that set off (the cancellation sent on to the host)."""
+        turns = 0
+        while stream.statistics().tasks_waiting_receive == 0 and turns < _SETTLE_TURNS:
+            await anyio.lowlevel.checkpoint()
+            turns += 1
+        for _ in range(min(turns, 8) + 2):
+            await anyio.lowlevel.checkpoint()
 
     async def read_stdout(stdout: Any) -> None:
         framer = LineFramer(max_bytes)

@@ -240,39 +240,31 @@ async def test_a_host_cancelling_its_call_cancels_the_upstream_call(fronts: dict
 
 
 @pytest.mark.parametrize("front", ["stdio", "http-passthrough"])
-async def test_an_upstream_giving_up_on_its_request_cancels_the_hosts(
-    fronts: dict[str, Any], front: str, tmp_path: Path
-):
-    """The upstream cancels its sampling request after 0.5 s: the host's request is cancelled too. Over HTTP on
-    a gateway of its own: on the module's shared one, after the host-cancellation tests, the cancellation does
-    not arrive (seen in session 6, also on the code before it; not yet understood)."""
-    host = Host()
-    started, cancelled = anyio.Event(), anyio.Event()
-    process = None
-    if front == "http-passthrough":
-        config = write_config(tmp_path, {"features": stdio_entry(FEATURES)}, mode="passthrough")
-        process, url = start_gateway_http(config)
-        fronts = {**fronts, front: f"{url}/mcp"}
+async def test_an_upstream_giving_up_on_its_request_cancels_the_hosts(fronts: dict[str, Any], front: str):
+    """The upstream cancels its sampling request after 0.5 s, then answers the call: the host's request is
+    cancelled too, every time. (The answer comes on the direct channel, the cancellation through the SDK's
+    client: once the gateway was warm, the answer overtook the cancellation and the host's request ended
+    with the call, never cancelled; seen from the second call over HTTP.)"""
+    for attempt in range(3):
+        host = Host()
+        started, cancelled = anyio.Event(), anyio.Event()
 
-    async def slow_sampling(ctx: Any, params: Any) -> Any:
-        started.set()
-        try:
-            await anyio.sleep(60)
-        finally:
-            cancelled.set()
+        async def slow_sampling(
+            ctx: Any, params: Any, started: anyio.Event = started, cancelled: anyio.Event = cancelled
+        ) -> Any:
+            started.set()
+            try:
+                await anyio.sleep(60)
+            finally:
+                cancelled.set()
 
-    try:
         with anyio.fail_after(90):
             async with host.client(target_of(fronts, front), "legacy", sampling_callback=slow_sampling) as client:
                 result = await call(client, front, "sample_then_give_up", {})
                 assert text_of(result) == "gave up"
                 with anyio.fail_after(30):  # well before the 60 s the sampling would take uncancelled
                     await cancelled.wait()
-    finally:
-        if process is not None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=15)
-    assert started.is_set()
+        assert started.is_set(), f"attempt {attempt}"
 
 
 async def test_progress_restarts_the_call_timeout_up_to_the_hard_maximum(tmp_path: Path):
