@@ -90,6 +90,21 @@ def _too_large_answer(server: str, line: Oversized, cap: int, pending: OrderedDi
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
+async def _let_the_sdk_act(stream: Any) -> None:
+    """Keep the upstream's order across the two channels. A direct call's answer read after a line handed to
+    the SDK is claimed at once, while the SDK acts on that line only when its loop next runs: an upstream
+    that cancels its own sampling request and then answers the call would have its answer written first,
+    and the host's request would end with the call, never cancelled. So wait (at most `_SETTLE_TURNS`
+    turns) until the SDK's loop is back for the next line (it applies `notifications/cancelled` inline),
+    then a few turns more for what that set off (the cancellation sent on to the host)."""
+    turns = 0
+    while stream.statistics().tasks_waiting_receive == 0 and turns < _SETTLE_TURNS:
+        await anyio.lowlevel.checkpoint()
+        turns += 1
+    for _ in range(min(turns, 8) + 2):
+        await anyio.lowlevel.checkpoint()
+
+
 @asynccontextmanager
 async def stdio_upstream(
     spec: StdioCommand, *, server: str, max_bytes: int, errlog: TextIO, direct: DirectCalls | None = None
@@ -123,21 +138,7 @@ async def stdio_upstream(
             pending.pop(parsed.message.id, None)
         await read_writer.send(parsed)
         if direct is not None and direct.in_flight:
-            await _settle(read_writer)
-
-    async def _settle(stream: Any) -> None:
-        """Keep the upstream's order across the two channels: a direct call's answer read after this line
-        is claimed here at once, while the SDK acts on the line only when its loop next runs. The upstream
-        cancelling its own sampling request and then answering the call is the case that matters: were
-        the answer written first, the host's request would end with the call, never cancelled. So wait
-        until the SDK's loop is back for the next line (it applies `notifications/cancelled` inline), and
-        as many turns again for what that set off (the cancellation sent on to the host)."""
-        turns = 0
-        while stream.statistics().tasks_waiting_receive == 0 and turns < _SETTLE_TURNS:
-            await anyio.lowlevel.checkpoint()
-            turns += 1
-        for _ in range(min(turns, 8) + 2):
-            await anyio.lowlevel.checkpoint()
+            await _let_the_sdk_act(read_writer)
 
     async def read_stdout(stdout: Any) -> None:
         framer = LineFramer(max_bytes)

@@ -14,7 +14,7 @@ policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
 splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
-scoring.py   query likelihood (re-ranking): log P(request | each tool's signature), teacher-forced
+scoring.py   query likelihood (re-ranking): log P(request | each tool's line), teacher-forced
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
 """
