@@ -6,6 +6,7 @@ gateway spends on a proxied call. `DirectCalls` writes the request line to the u
 itself and takes the answer off stdout before the SDK sees it (`claim`), as JSON:
 
     Upstream.call_tool -> DirectCalls.call -> one line on stdin       (id from a range of its own)
+    (or: the stdio fast path -> DirectCalls.send -> the line at once; DirectCalls.call(sent=id) waits)
     stdout line -> stdio_upstream.deliver -> DirectCalls.claim -> the waiting call
                                            `-> anything else: the SDK's client, as before
 
@@ -47,7 +48,12 @@ _CANCEL_WRITE_TIMEOUT = 2.0
 Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
 Logged = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 Write = Callable[[bytes], Awaitable[None]]
-Answered = Callable[[dict[str, Any]], bool]
+WriteNow = Callable[[bytes], bool]
+Answered = Callable[[dict[str, Any], bytes | None], bool]
+"""Handed a call's result as soon as it is read, and the bytes of the answer's line after its id (see
+`_after_id`) when the line can be re-addressed by splicing; True when the result reached the host then."""
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""`json.dumps` with these arguments, without building an encoder each time."""
 
 
 @dataclass
@@ -56,6 +62,10 @@ class _Waiting:
     on_result: Answered | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: dict[str, Any] | None = None
+    unclaimed: bool = False
+    """Sent by `send`, and no `call` waits on it yet."""
+    cancelled: bool = False
+    """The upstream has been told the call is cancelled (`cancel_now`)."""
 
 
 class DirectCalls:
@@ -69,6 +79,7 @@ class DirectCalls:
         self.calls = 0
         """Calls served on this channel (what tests and /metrics read to see the fast path taken)."""
         self._write: Write | None = None
+        self._write_now: WriteNow | None = None
         self._pending_methods: OrderedDict[Any, str] | None = None
         self._waiting: dict[int, _Waiting] = {}
         self._count = 0
@@ -82,15 +93,16 @@ class DirectCalls:
         """Whether a direct call is waiting for its answer."""
         return bool(self._waiting)
 
-    def attach(self, write: Write, pending_methods: OrderedDict[Any, str]) -> None:
-        """The transport is up: `write` sends one line to the upstream's stdin; `pending_methods` is the
-        transport's table of requests in flight (it answers an oversized result by it)."""
-        self._write = write
+    def attach(self, write: Write, pending_methods: OrderedDict[Any, str], write_now: WriteNow | None = None) -> None:
+        """The transport is up: `write` sends one line to the upstream's stdin (`write_now`, when the
+        transport has one, without waiting: False when it cannot); `pending_methods` is the transport's
+        table of requests in flight (it answers an oversized result by it)."""
+        self._write, self._write_now = write, write_now
         self._pending_methods = pending_methods
 
     def detach(self) -> None:
         """The transport is gone: every waiting call ends as the SDK's do, with CONNECTION_CLOSED."""
-        self._write = None
+        self._write = self._write_now = None
         self._pending_methods = None
         closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
         for waiting in self._waiting.values():
@@ -108,6 +120,52 @@ class DirectCalls:
             request_id = _FIRST_ID + self._count
         return request_id
 
+    def _request_line(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> tuple[int, bytes]:
+        request_id = self._next_id()
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        params["_meta"] = {**(meta or {}), "progressToken": request_id}
+        line = _encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        return request_id, line.encode() + b"\n"
+
+    def send(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any] | None,
+        on_progress: Progressed | None,
+        on_result: Answered | None,
+    ) -> int | None:
+        """Write a tools/call line now, without waiting, and return its id; a `call(..., sent=id)` then
+        waits on it (None: the line cannot go out at once, so nothing was sent).
+
+        The stdio fast path sends a call the moment it reads the host's line, then sets up the call's
+        deadline, routing and metrics while the upstream works. Until a `call` takes it over, progress
+        goes to `on_progress` and the answer to `on_result`; `abandon` ends one no `call` took."""
+        write_now, pending_methods = self._write_now, self._pending_methods
+        if write_now is None or pending_methods is None:
+            return None
+        request_id, line = self._request_line(tool, arguments, meta)
+        self._waiting[request_id] = _Waiting(on_progress, on_result, unclaimed=True)
+        pending_methods[request_id] = "tools/call"
+        if not write_now(line):
+            del self._waiting[request_id]
+            pending_methods.pop(request_id, None)
+            return None
+        self.calls += 1
+        return request_id
+
+    async def abandon(self, request_id: int) -> None:
+        """End a call `send` wrote that no `call` took over (its caller failed or was cancelled first):
+        forget it, and cancel it upstream unless it was answered. Nothing for a call a `call` took."""
+        waiting = self._waiting.get(request_id)
+        if waiting is None or not waiting.unclaimed:
+            return
+        if waiting.answer is None:
+            await self._cancel(request_id)
+        self._waiting.pop(request_id, None)
+        if self._pending_methods is not None:
+            self._pending_methods.pop(request_id, None)
+
     async def call(
         self,
         tool: str,
@@ -115,26 +173,31 @@ class DirectCalls:
         meta: dict[str, Any] | None,
         on_progress: Progressed | None,
         on_result: Answered | None = None,
+        *,
+        sent: int | None = None,
     ) -> dict[str, Any]:
         """The upstream's `CallToolResult` as a wire dict; raises `MCPError` for an error answer (and
         CONNECTION_CLOSED when the transport ends first). Cancelling it cancels the upstream's call.
-        `on_result` is handed the result as soon as the answer is read (before this call returns)."""
-        write, pending_methods = self._write, self._pending_methods
-        if write is None or pending_methods is None:
-            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
-        request_id = self._next_id()
-        params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        params["_meta"] = {**(meta or {}), "progressToken": request_id}
-        line = json.dumps(
-            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
-            separators=(",", ":"),
-            ensure_ascii=False,
-        ).encode()
-        waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
-        pending_methods[request_id] = "tools/call"
-        self.calls += 1
+        `on_result` is handed the result as soon as the answer is read (before this call returns).
+        `sent` is the id `send` gave for this call: it is already on the wire, only waited on here."""
+        pending_methods = self._pending_methods
+        if sent is not None:
+            waiting = self._waiting.get(sent)
+            if waiting is None or not waiting.unclaimed:
+                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+            waiting.on_progress, waiting.on_result, waiting.unclaimed = on_progress, on_result, False
+            request_id, line = sent, None
+        else:
+            if self._write is None or pending_methods is None:
+                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+            request_id, line = self._request_line(tool, arguments, meta)
+            waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
+            pending_methods[request_id] = "tools/call"
+            self.calls += 1
         try:
-            await write(line + b"\n")
+            if line is not None:
+                assert self._write is not None
+                await self._write(line)
             await waiting.done.wait()
         except anyio.get_cancelled_exc_class():
             await self._cancel(request_id)  # a write cut short may still have reached the upstream
@@ -143,21 +206,26 @@ class DirectCalls:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
         finally:
             self._waiting.pop(request_id, None)
-            pending_methods.pop(request_id, None)
+            if pending_methods is not None:
+                pending_methods.pop(request_id, None)
         return _result_of(waiting.answer)
 
-    async def _cancel(self, request_id: int) -> None:
-        write = self._write
-        if write is None:
+    def cancel_now(self, request_id: int) -> None:
+        """Tell the upstream at once (without waiting) that a call `send` wrote is cancelled, so that the
+        notice goes out ahead of whatever is sent after it, as the host sent them; the call's own
+        cancellation then sends nothing more."""
+        waiting = self._waiting.get(request_id)
+        if waiting is None or waiting.answer is not None or waiting.cancelled or self._write_now is None:
             return
-        notice = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "The gateway's caller cancelled the call."},
-        }
+        waiting.cancelled = self._write_now(_cancel_line(request_id))
+
+    async def _cancel(self, request_id: int) -> None:
+        write, waiting = self._write, self._waiting.get(request_id)
+        if write is None or (waiting is not None and waiting.cancelled):
+            return
         shielded, bounded = anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WRITE_TIMEOUT)
         with shielded, bounded, suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await write(json.dumps(notice, separators=(",", ":")).encode() + b"\n")
+            await write(_cancel_line(request_id))
 
     # -- what the upstream writes --------------------------------------------------------------
 
@@ -174,10 +242,11 @@ class DirectCalls:
             return False
         if not isinstance(message, dict):
             return False
-        return await self.claim_message(message)
+        return await self.claim_message(message, line)
 
-    async def claim_message(self, message: dict[str, Any]) -> bool:
-        """As `claim`, for a message already parsed (or made: the transport's answer to an oversized line)."""
+    async def claim_message(self, message: dict[str, Any], line: bytes | bytearray | None = None) -> bool:
+        """As `claim`, for a message already parsed from `line` (or made: the transport's answer to an
+        oversized line)."""
         method = message.get("method")
         if method is None:
             waiting = self._waiting.get(_as_id(message.get("id")))
@@ -187,7 +256,7 @@ class DirectCalls:
             waiting.done.set()
             result = message.get("result")
             if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
-                waiting.on_result(result)
+                waiting.on_result(result, None if line is None else _after_id(line, message.get("id")))
             return True
         if method == "notifications/message" and self._on_log is not None:
             try:
@@ -213,6 +282,23 @@ class DirectCalls:
                 )
             return True
         return False
+
+
+def _cancel_line(request_id: int) -> bytes:
+    params = {"requestId": request_id, "reason": "The gateway's caller cancelled the call."}
+    return _encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode() + b"\n"
+
+
+def _after_id(line: bytes | bytearray, request_id: Any) -> bytes | None:
+    """What follows the id in an answer line written `{"jsonrpc":"2.0","id":ID,...` (as the Python, Go and
+    Rust SDKs write them), so that `{"jsonrpc":"2.0","id":OTHER` + it is the same answer to another id;
+    None for a line written any other way."""
+    if not isinstance(request_id, int):
+        return None
+    head = b'{"jsonrpc":"2.0","id":%d' % request_id
+    if not line.startswith(head) or line[len(head) : len(head) + 1] != b",":
+        return None
+    return bytes(line[len(head) :]).rstrip()
 
 
 def _is_number(value: Any) -> bool:

@@ -174,6 +174,11 @@ class Gateway:
         if self._lazy is not None and self._lazy.built is None:
             await anyio.to_thread.run_sync(self._lazy.load)
 
+    @property
+    def ready(self) -> bool:
+        """Whether `wait_ready` has returned: every upstream has connected or failed its first start."""
+        return self._ready
+
     async def wait_ready(self) -> None:
         """Wait until every upstream has connected or failed its first start (each bounded by start_timeout)."""
         if not self._ready:

@@ -181,9 +181,9 @@ async def stdio_upstream(
     stdin = process.stdin
     assert stdin is not None
 
-    write_line = _line_writer(process, stdin)
+    write_line, write_now = _line_writer(process, stdin)
     if direct is not None:
-        direct.attach(write_line, pending)
+        direct.attach(write_line, pending, write_now)
     async with anyio.create_task_group() as tg:
         reading = anyio.CancelScope()
         tg.start_soon(_scoped, reading, read_stdout, process.stdout)
@@ -204,15 +204,19 @@ async def stdio_upstream(
             tg.cancel_scope.cancel()
 
 
-def _line_writer(process: Process, stdin: Any) -> Callable[[bytes], Awaitable[None]]:
-    """Writes one whole line to the upstream's stdin (lines written by several tasks never interleave).
+def _line_writer(
+    process: Process, stdin: Any
+) -> tuple[Callable[[bytes], Awaitable[None]], Callable[[bytes], bool] | None]:
+    """(write, write_now) for one whole line to the upstream's stdin (lines written by several tasks never
+    interleave): `write` waits while the pipe's buffer is over its high-water mark, `write_now` never waits
+    and says whether the line went out (False when the pipe is closed or its buffer is over the mark).
 
-    On asyncio the line goes straight to the process's `StreamWriter`, waiting only while the pipe's
-    buffer is over its high-water mark: anyio's `send` also yields to the event loop after every write,
-    a loop iteration per direct call for nothing (the line is already in the kernel's pipe or the buffer)."""
+    On asyncio the line goes straight to the process's `StreamWriter`: anyio's `send` also yields to the
+    event loop after every write, a loop iteration per direct call for nothing (the line is already in the
+    kernel's pipe or the buffer). Elsewhere there is no `write_now`."""
     raw = getattr(getattr(process, "_process", None), "stdin", None) or getattr(process, "stream_writer", None)
     if not isinstance(raw, asyncio.StreamWriter):
-        return cast("Callable[[bytes], Awaitable[None]]", stdin.send)
+        return cast("Callable[[bytes], Awaitable[None]]", stdin.send), None
 
     async def write_line(data: bytes) -> None:
         if raw.is_closing():
@@ -224,7 +228,16 @@ def _line_writer(process: Process, stdin: Any) -> Callable[[bytes], Awaitable[No
         except (ConnectionError, RuntimeError) as exc:  # uvloop raises RuntimeError for a closed transport
             raise anyio.BrokenResourceError from exc
 
-    return write_line
+    def write_now(data: bytes) -> bool:
+        if raw.is_closing() or raw.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+            return False
+        try:
+            raw.write(data)
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
+
+    return write_line, write_now
 
 
 def _wire(answer: SessionMessage) -> dict[str, Any]:

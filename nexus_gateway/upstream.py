@@ -322,6 +322,11 @@ class Upstream:
 
     # -- requests ------------------------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        """Whether a request sent now would be served (what `ensure_connected` checks, without raising)."""
+        return self._client is not None and self.state is UpstreamState.HEALTHY
+
     def ensure_connected(self) -> None:
         """Raise `UpstreamUnavailable`, with the reason, unless the upstream is connected."""
         self._connected()
@@ -386,9 +391,11 @@ class Upstream:
             self.router.call(link, deadline) as call,
             self._request(f"the call to {tool!r}", timeout, deadline) as client,
         ):
-            if self.direct is not None and self.direct.ready:
-                answer = link.answer if isinstance(link, AnsweringLink) else None
-                return await self.direct.call(tool, arguments, meta, call.progressed, answer)
+            answering = link if isinstance(link, AnsweringLink) else None
+            sent = answering.sent if answering is not None else None
+            if self.direct is not None and (sent is not None or self.direct.ready):
+                answer = answering.answer if answering is not None else None
+                return await self.direct.call(tool, arguments, meta, call.progressed, answer, sent=sent)
             params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
             request = types.CallToolRequest(params=params)
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]

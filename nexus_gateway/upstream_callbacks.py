@@ -67,8 +67,13 @@ class AnsweringLink:
     the host waits for nothing else). Only a direct call answers early; the call still returns the
     same result afterwards, for metrics and the rest."""
 
-    def answer(self, result: dict[str, Any]) -> bool:
-        """Whether `result` reached the host now (then the caller must not answer again)."""
+    sent: int | None = None
+    """The id of this call on the upstream's direct channel when it is already on the wire
+    (`DirectCalls.send`): the call then only waits for it."""
+
+    def answer(self, result: dict[str, Any], rest: bytes | None = None) -> bool:
+        """Whether `result` reached the host now (then the caller must not answer again). `rest` is the
+        upstream's answer line after its id, when it was written so that splicing re-addresses it."""
         return False
 
 

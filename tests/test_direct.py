@@ -20,24 +20,29 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def call_answered_with(answer: dict[str, Any]) -> tuple[list[str], dict[str, Any] | MCPError]:
-    """A direct call whose upstream answers `answer` (with the request's id); what happened, in order."""
+async def call_answered_with(
+    answer: dict[str, Any], *, dumps: Any = json.dumps
+) -> tuple[list[str], dict[str, Any] | MCPError, list[bytes | None]]:
+    """A direct call whose upstream answers `answer` (with the request's id, its line written by `dumps`);
+    what happened, in order, and the bytes after the id `on_result` was handed."""
     direct = DirectCalls("echo")
     sent: list[dict[str, Any]] = []
     written = anyio.Event()
     events: list[str] = []
+    rests: list[bytes | None] = []
 
     async def write(line: bytes) -> None:
         sent.append(json.loads(line))
         written.set()
 
-    def on_result(result: dict[str, Any]) -> bool:
+    def on_result(result: dict[str, Any], rest: bytes | None) -> bool:
         events.append(f"on_result {json.dumps(result, sort_keys=True)}")
+        rests.append(rest)
         return True
 
     async def upstream() -> None:
         await written.wait()
-        assert await direct.claim(json.dumps({"jsonrpc": "2.0", "id": sent[0]["id"], **answer}).encode())
+        assert await direct.claim(dumps({"jsonrpc": "2.0", "id": sent[0]["id"], **answer}).encode())
         events.append("claimed")
 
     direct.attach(write, OrderedDict())
@@ -50,18 +55,181 @@ async def call_answered_with(answer: dict[str, Any]) -> tuple[list[str], dict[st
             except MCPError as exc:
                 outcome = exc
             events.append("returned")
-    return events, outcome
+    return events, outcome, rests
 
 
 async def test_a_direct_call_hands_its_result_over_the_moment_the_upstream_answer_is_read():
     result = {"content": [{"type": "text", "text": "ping"}], "isError": False}
-    events, outcome = await call_answered_with({"result": result})
+    events, outcome, _ = await call_answered_with({"result": result})
     assert events == [f"on_result {json.dumps(result, sort_keys=True)}", "claimed", "returned"]
     assert outcome == result
 
 
+def compact(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+async def test_an_answer_written_as_the_python_sdk_writes_it_comes_with_its_bytes_after_the_id():
+    result = {"content": [{"type": "text", "text": 'p\u00efng \\ "'}], "isError": False}
+    _, _, [rest] = await call_answered_with({"result": result}, dumps=compact)
+    assert rest is not None and rest.startswith(b',"result":{')
+    spliced = b'{"jsonrpc":"2.0","id":"host-1"' + rest
+    assert json.loads(spliced) == {"jsonrpc": "2.0", "id": "host-1", "result": result}
+
+
+@pytest.mark.parametrize(
+    "dumps",
+    [
+        json.dumps,  # spaces after the separators
+        lambda message: compact({"result": message["result"], "jsonrpc": "2.0", "id": message["id"]}),  # TypeScript
+        lambda message: compact({"jsonrpc": "2.0", "id": str(message["id"]), "result": message["result"]}),
+    ],
+)
+async def test_an_answer_written_any_other_way_comes_without_bytes_to_splice(dumps: Any):
+    result = {"content": [{"type": "text", "text": "ping"}], "isError": False}
+    _, outcome, rests = await call_answered_with({"result": result}, dumps=dumps)
+    assert rests == [None]
+    assert outcome == result
+
+
+class Upstream:
+    """The pipes of a direct channel: what it wrote (parsed), written at once or waited for."""
+
+    def __init__(self, direct: DirectCalls) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.waited: list[dict[str, Any]] = []
+        direct.attach(self.write, OrderedDict(), self.write_now)
+
+    async def write(self, line: bytes) -> None:
+        self.waited.append(json.loads(line))
+        self.lines.append(json.loads(line))
+
+    def write_now(self, line: bytes) -> bool:
+        self.lines.append(json.loads(line))
+        return True
+
+
+async def test_a_sent_call_is_on_the_wire_before_anything_waits_and_its_progress_and_answer_reach_the_sender():
+    direct = DirectCalls("echo")
+    upstream = Upstream(direct)
+    early: list[Any] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        early.append(("progress", progress, total, message))
+
+    def on_result(result: dict[str, Any], rest: bytes | None) -> bool:
+        early.append(("result", result))
+        return True
+
+    request_id = direct.send("echo", {"text": "ping"}, {"trace": "t"}, on_progress, on_result)
+    assert request_id is not None
+    assert upstream.lines == [
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {
+                "name": "echo",
+                "arguments": {"text": "ping"},
+                "_meta": {"trace": "t", "progressToken": request_id},
+            },
+        }
+    ]
+    progress = {"method": "notifications/progress", "params": {"progressToken": request_id, "progress": 1, "total": 2}}
+    assert await direct.claim(compact({"jsonrpc": "2.0", **progress}).encode())
+    result = {"content": [], "isError": False}
+    assert await direct.claim(compact({"jsonrpc": "2.0", "id": request_id, "result": result}).encode())
+    assert early == [("progress", 1.0, 2.0, None), ("result", result)]
+    with anyio.fail_after(5):
+        assert await direct.call("echo", {"text": "ping"}, None, None, sent=request_id) == result
+    assert upstream.waited == []  # nothing written twice
+    assert not direct.in_flight
+
+
+async def test_a_sent_call_taken_over_by_call_reports_to_the_call_and_is_cancelled_with_it():
+    direct = DirectCalls("echo")
+    upstream = Upstream(direct)
+    request_id = direct.send("echo", {}, None, None, None)
+    assert request_id is not None
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async def upstream_reports() -> None:
+        await anyio.sleep(0.05)
+        progress = {"progressToken": request_id, "progress": 0.5}
+        assert await direct.claim(
+            compact({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}).encode()
+        )
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(upstream_reports)
+            with anyio.move_on_after(0.3):
+                await direct.call("echo", {}, None, on_progress, sent=request_id)
+    assert seen == [0.5]
+    cancelled = [line for line in upstream.lines if line.get("method") == "notifications/cancelled"]
+    assert [line["params"]["requestId"] for line in cancelled] == [request_id]
+    await direct.abandon(request_id)  # taken over: nothing more to do
+    assert len(upstream.lines) == 2
+
+
+@pytest.mark.parametrize("answered", [False, True])
+async def test_a_sent_call_nothing_waited_on_is_cancelled_upstream_unless_it_was_answered(answered: bool):
+    direct = DirectCalls("echo")
+    upstream = Upstream(direct)
+    request_id = direct.send("echo", {}, None, None, None)
+    assert request_id is not None
+    if answered:
+        assert await direct.claim(compact({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}).encode())
+    await direct.abandon(request_id)
+    cancelled = [
+        line["params"]["requestId"] for line in upstream.lines if line.get("method") == "notifications/cancelled"
+    ]
+    assert cancelled == ([] if answered else [request_id])
+    assert not direct.in_flight
+    with pytest.raises(MCPError):
+        await direct.call("echo", {}, None, None, sent=request_id)  # forgotten: nothing left to wait on
+
+
+async def test_nothing_is_sent_at_once_on_a_transport_that_cannot_write_without_waiting():
+    direct = DirectCalls("echo")
+    lines: list[bytes] = []
+
+    async def write(line: bytes) -> None:
+        lines.append(line)
+
+    direct.attach(write, OrderedDict())
+    assert direct.send("echo", {}, None, None, None) is None
+    direct.attach(write, OrderedDict(), lambda line: False)  # its buffer is full
+    assert direct.send("echo", {}, None, None, None) is None
+    assert lines == [] and not direct.in_flight
+
+
 async def test_an_error_answer_is_never_handed_over_early():
-    events, outcome = await call_answered_with({"error": {"code": -32602, "message": "no such tool"}})
+    events, outcome, _ = await call_answered_with({"error": {"code": -32602, "message": "no such tool"}})
     assert events == ["claimed", "returned"]
     assert isinstance(outcome, MCPError)
     assert outcome.error.message == "no such tool"
+
+
+async def test_a_sent_call_cancelled_at_once_is_cancelled_upstream_ahead_of_the_next_call_and_only_once():
+    direct = DirectCalls("echo")
+    upstream = Upstream(direct)
+    first = direct.send("echo", {}, None, None, None)
+    assert first is not None
+
+    async def waits() -> None:
+        await direct.call("echo", {}, None, None, sent=first)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waits)
+            await anyio.sleep(0.05)
+            direct.cancel_now(first)
+            second = direct.send("echo", {}, None, None, None)
+            tg.cancel_scope.cancel()  # the first call's own cancellation
+        await direct.abandon(first)
+    methods = [(line.get("method"), line.get("id") or line["params"].get("requestId")) for line in upstream.lines]
+    assert methods == [("tools/call", first), ("notifications/cancelled", first), ("tools/call", second)]

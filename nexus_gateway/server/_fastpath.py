@@ -6,11 +6,19 @@ context, runs middleware and re-validates the result on the way out: about half 
 time per call. `StdioFastPath.take` sees each input line before the SDK does and serves the calls
 that nothing unusual can happen during; everything else goes to the SDK untouched:
 
-    line -> take: a tools/call the fast path may serve?  -> MetaTools.call_tool (validation, pins,
-                   |                                         metrics, timeouts, health, the upstream
-                   |                                         `_direct.py` channel) -> response line
+    line -> take: a tools/call the fast path may serve?  -> the upstream's line written at once
+                   |                                         (`DirectCalls.send`, when the arguments are
+                   |                                         valid), then in a task MetaTools.call_tool
+                   |                                         (validation, pins, metrics, timeouts, health,
+                   |                                         the `_direct.py` channel) waits for its answer
+                   |                                      -> response line (the upstream's, re-addressed)
                    `-> no: the SDK's server, as before (and `take` still notes initialize and
                        logging/setLevel, to know the host)
+
+Only what decides where the call goes, and the argument check, stand between the host's line and the
+upstream's: the call's bookkeeping is set up while the upstream works (the task runs before anything
+the upstream writes is read, so the call's deadline and host routing are in place by then). A host's
+`notifications/cancelled` reaches the upstream before whatever the host sent after it.
 
 A call takes the fast path only when the host cannot be asked for input (it declared neither
 sampling, elicitation nor roots: an upstream that asks gets the same refusal the slow path gives),
@@ -24,10 +32,12 @@ the SDK's serializer gives them on the same era: `resultType` and the `serverInf
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -36,12 +46,16 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
 
+from nexus_gateway._direct import DirectCalls
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.meta import definitions
 from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server._forward import forwarded_meta
 from nexus_gateway.server._links import OFF, log_allowed, refusal
+from nexus_gateway.upstream import Upstream
 from nexus_gateway.upstream_callbacks import AnsweringLink, HostAnswer
+from nexus_gateway.validation import schema_problems
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +68,22 @@ _WATCHED = re.compile(rb'"(?:tools/call|notifications/cancelled|initialize|loggi
 _ASKING = ("sampling", "elicitation", "roots")
 
 
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_RESULT_OPEN = b',"result":{'
+
+
 def _dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return _encode(message).encode() + b"\n"
+
+
+@dataclass(frozen=True)
+class _Target:
+    """An upstream tool a fast call reaches, and the arguments it gets."""
+
+    record: ToolRecord
+    upstream: Upstream
+    channel: DirectCalls
+    arguments: dict[str, Any]
 
 
 class _FastLink(AnsweringLink):
@@ -68,9 +96,32 @@ class _FastLink(AnsweringLink):
         self._token = progress_token
         self._log_level = log_level
         self.answered = False
+        self._channel: DirectCalls | None = None
 
-    def answer(self, result: dict[str, Any]) -> bool:
-        self.answered = self._path.answer_now(self._request_id, result)
+    def send(self, target: _Target, meta: dict[str, Any] | None) -> None:
+        """Put the call on the upstream's wire now, when it will be served (the gateway is ready, the upstream
+        connected, the arguments valid): the upstream works while the call's bookkeeping is set up, and its
+        path (`MetaTools.call_tool`) then waits for this answer (`sent`). Otherwise that path does it all."""
+        if not self._path.gateway.ready or not target.upstream.connected:
+            return
+        record = target.record
+        if schema_problems(record.input_schema, target.arguments, key=record.content_hash):
+            return  # the call's path words the error
+        self.sent = target.channel.send(record.upstream_name, target.arguments, meta, self.progress, self.answer)
+        self._channel = target.channel
+
+    def cancel(self) -> None:
+        """The host cancelled the call: a call `send` wrote is cancelled upstream now, in the host's order."""
+        if self._channel is not None and self.sent is not None:
+            self._channel.cancel_now(self.sent)
+
+    async def abandon(self) -> None:
+        """The call is over: a line `send` wrote that its path never waited on is cancelled upstream."""
+        if self._channel is not None and self.sent is not None:
+            await self._channel.abandon(self.sent)
+
+    def answer(self, result: dict[str, Any], rest: bytes | None = None) -> bool:
+        self.answered = self._path.answer_now(self._request_id, result, rest)
         return self.answered
 
     @property
@@ -121,7 +172,7 @@ class StdioFastPath:
         """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
         self._asks_host = True
         self._log_level: str | None = None
-        self._calls: dict[Any, TaskHandle[Any]] = {}
+        self._calls: dict[Any, tuple[TaskHandle[Any], _FastLink]] = {}
         """The fast calls in flight by host request id (cancelling a task cancels its upstream call)."""
 
     def attach(self, spawn: Spawn, write: WriteLine, write_now: WriteNow) -> None:
@@ -166,10 +217,12 @@ class StdioFastPath:
         served = self._eligible(params)
         if served is None:
             return False
-        log_level, progress_token = served
+        log_level, progress_token, target = served
         assert self._spawn is not None
         link = _FastLink(self, message["id"], progress_token, log_level)
-        self._calls[message["id"]] = self._spawn(self._serve, message["id"], params, link)
+        meta = forwarded_meta(params.get("_meta"))
+        link.send(target, meta)
+        self._calls[message["id"]] = (self._spawn(self._serve, message["id"], params, link, meta), link)
         return True
 
     def _settle_era(self, line: bytes) -> None:
@@ -182,8 +235,9 @@ class StdioFastPath:
                 params = message.get("params")
                 self._era = "modern" if isinstance(params, dict) and _has_envelope(params) else "legacy"
 
-    def _eligible(self, params: dict[str, Any]) -> tuple[str | None, Any] | None:
-        """(log level, host progress token) when the fast path may serve a tools/call with `params`."""
+    def _eligible(self, params: dict[str, Any]) -> tuple[str | None, Any, _Target] | None:
+        """(log level, host progress token, what is called) when the fast path may serve a tools/call with
+        `params`."""
         meta = params.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         if self._era == "legacy":
@@ -200,49 +254,91 @@ class StdioFastPath:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
-        if not self._upstream_tool_is_direct(name, arguments or {}):
+        target = self._direct_target(name, arguments or {})
+        if target is None:
             return None
         token = meta.get("progressToken")
         if token is not None and (not isinstance(token, str | int) or isinstance(token, bool)):
             return None
-        return log_level, token
+        return log_level, token, target
 
-    def _upstream_tool_is_direct(self, name: str, arguments: dict[str, Any]) -> bool:
+    def _direct_target(self, name: str, arguments: dict[str, Any]) -> _Target | None:
+        """The upstream tool a tools/call names (itself, or through `call_tool`) and its arguments, when
+        it is on a stdio upstream whose direct channel is up."""
         gateway = self.gateway
         if gateway.mode == "passthrough":
             target: Any = name
-        elif name == definitions.CALL_TOOL and isinstance(arguments.get("arguments") or {}, dict):
-            target = arguments.get("name")
+        elif name == definitions.CALL_TOOL and isinstance(inner := arguments.get("arguments") or {}, dict):
+            target, arguments = arguments.get("name"), inner
         else:
-            return False
+            return None
         record = gateway.catalog.get(target) if isinstance(target, str) else None
         if record is None:
-            return False  # unknown or quarantined: the slow path words the error
+            return None  # unknown or quarantined: the slow path words the error
         upstream = gateway.pool.get(record.server)
-        return upstream is not None and upstream.direct is not None and upstream.direct.ready
+        if upstream is None or upstream.direct is None or not upstream.direct.ready:
+            return None
+        return _Target(record, upstream, upstream.direct, arguments)
 
     def _cancel(self, request_id: Any) -> bool:
-        task = self._calls.pop(request_id, None) if _is_id(request_id) else None
-        if task is None:
+        call = self._calls.pop(request_id, None) if _is_id(request_id) else None
+        if call is None:
             return False
+        task, link = call
+        link.cancel()
         task.cancel()  # a cancelled request is never answered: the task ends before it writes
         return True
 
-    def answer_now(self, request_id: Any, result: dict[str, Any]) -> bool:
+    def answer_now(self, request_id: Any, result: dict[str, Any], rest: bytes | None = None) -> bool:
         """Write the answer to a fast call whose upstream has just answered (from the upstream's reader,
-        before the call's bookkeeping unwinds); False when the host cancelled it or has gone."""
+        before the call's bookkeeping unwinds); False when the host cancelled it or has gone. `rest` is the
+        upstream's line after its id (`_direct._after_id`): when the result needs no change, the answer is
+        that line re-addressed, not the result serialized again."""
         if self._write_now is None or self._calls.pop(request_id, None) is None:
             return False
-        written = self._write_now(_dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)}))
+        line = self._spliced(request_id, result, rest) if rest is not None else None
+        if line is None:
+            line = _dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)})
+        written = self._write_now(line)
         self.served += written
         return written
 
+    def _spliced(self, request_id: Any, result: dict[str, Any], rest: bytes) -> bytes | None:
+        """The answer line as `rest` re-addressed to `request_id`, with what `_wire_result` would add on the
+        2026-07-28 era spliced in; None when the result needs more than that."""
+        if "resultType" in result:
+            return None
+        head = b'{"jsonrpc":"2.0","id":' + _encode(request_id).encode()
+        if self._era == "legacy":
+            return head + rest + b"\n"
+        if "_meta" in result or not result or not rest.startswith(_RESULT_OPEN):
+            return None
+        return (
+            head
+            + _RESULT_OPEN
+            + b'"resultType":"complete","_meta":'
+            + self._stamp_json
+            + b","
+            + rest[len(_RESULT_OPEN) :]
+            + b"\n"
+        )
+
+    @functools.cached_property
+    def _stamp(self) -> dict[str, Any]:
+        """The `serverInfo` stamp of 2026-07-28 results (the server's identity does not change while it runs)."""
+        return self.server.server_info_stamp
+
+    @functools.cached_property
+    def _stamp_json(self) -> bytes:
+        return _encode({types.SERVER_INFO_META_KEY: self._stamp}).encode()
+
     # -- serving -------------------------------------------------------------------------------
 
-    async def _serve(self, request_id: Any, params: dict[str, Any], link: _FastLink) -> None:
+    async def _serve(
+        self, request_id: Any, params: dict[str, Any], link: _FastLink, meta: dict[str, Any] | None
+    ) -> None:
         try:
             await self.gateway.wait_ready()
-            meta = forwarded_meta(params.get("_meta"))
             result = await self.tools.call_tool(params["name"], params.get("arguments"), link=link, meta=meta)
         except Exception as exc:  # boundary: the host gets an error answer, the gateway keeps serving
             if link.answered:
@@ -254,6 +350,7 @@ class StdioFastPath:
             return
         finally:
             asked = self._calls.pop(request_id, None) is not None  # False once answered early or cancelled
+            await link.abandon()
         if self._write is None:
             return
         if not asked:
@@ -274,7 +371,7 @@ class StdioFastPath:
             wire.pop("resultType", None)
             return wire
         wire.setdefault("resultType", "complete")
-        stamp = self.server.server_info_stamp
+        stamp = self._stamp
         meta = wire.get("_meta")
         if not isinstance(meta, dict):
             wire["_meta"] = {types.SERVER_INFO_META_KEY: stamp}
