@@ -43,7 +43,7 @@ from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.switches import ServerSwitches
 from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
-from nexus_gateway.upstream_callbacks import HostLink
+from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink
 from nexus_gateway.validation import validate_arguments
 
 logger = logging.getLogger(__name__)
@@ -370,7 +370,8 @@ class Gateway:
         started = time.perf_counter()
         outcome = "error"
         try:
-            validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
+            if not (isinstance(link, AnsweringLink) and link.sent is not None):  # a sent call was checked first
+                validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
             upstream = self.pool.get(record.server)
             if upstream is None:
                 raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")

@@ -38,10 +38,9 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
-from anyio import TaskHandle
 from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
@@ -59,7 +58,12 @@ from nexus_gateway.validation import schema_problems
 
 logger = logging.getLogger(__name__)
 
-Spawn = Callable[..., TaskHandle[Any]]
+
+class _Task(Protocol):
+    def cancel(self) -> Any: ...
+
+
+Spawn = Callable[..., _Task]
 WriteLine = Callable[[bytes], Awaitable[bool]]
 WriteNow = Callable[[bytes], bool]
 
@@ -172,11 +176,11 @@ class StdioFastPath:
         """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
         self._asks_host = True
         self._log_level: str | None = None
-        self._calls: dict[Any, tuple[TaskHandle[Any], _FastLink]] = {}
+        self._calls: dict[Any, tuple[_Task, _FastLink]] = {}
         """The fast calls in flight by host request id (cancelling a task cancels its upstream call)."""
 
     def attach(self, spawn: Spawn, write: WriteLine, write_now: WriteNow) -> None:
-        """The transport is serving: `spawn(fn, *args)` runs a task (a task group's `start_soon`), `write(line)`
+        """The transport is serving: `spawn(fn, *args)` runs a task (returning something to `cancel()`), `write(line)`
         writes one line, waiting while the host is slow to read, `write_now(line)` without waiting."""
         self._spawn, self._write, self._write_now = spawn, write, write_now
 
