@@ -52,8 +52,9 @@ WriteNow = Callable[[bytes], bool]
 Answered = Callable[[dict[str, Any], bytes | None], bool]
 """Handed a call's result as soon as it is read, and the bytes of the answer's line after its id (see
 `_after_id`) when the line can be re-addressed by splicing; True when the result reached the host then."""
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""`json.dumps` with these arguments, without building an encoder each time."""
+compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""JSON as the gateway writes protocol lines (`json.dumps` with these arguments, without building an encoder
+each time); the stdio fast path writes with it too."""
 
 
 @dataclass
@@ -124,7 +125,7 @@ class DirectCalls:
         request_id = self._next_id()
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
         params["_meta"] = {**(meta or {}), "progressToken": request_id}
-        line = _encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        line = compact_json({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
         return request_id, line.encode() + b"\n"
 
     def send(
@@ -286,7 +287,7 @@ class DirectCalls:
 
 def _cancel_line(request_id: int) -> bytes:
     params = {"requestId": request_id, "reason": "The gateway's caller cancelled the call."}
-    return _encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode() + b"\n"
+    return compact_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode() + b"\n"
 
 
 def _after_id(line: bytes | bytearray, request_id: Any) -> bytes | None:

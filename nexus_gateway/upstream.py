@@ -19,7 +19,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -38,7 +37,7 @@ from nexus_gateway._prelaunch import Launch
 from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer, default_state_dir
-from nexus_gateway.errors import NexusError, UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.start_order import load_start_times, save_start_times, slowest_first
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink, Switchboard
@@ -347,30 +346,29 @@ class Upstream:
         """What the upstream declared, while it is connected."""
         return self._client.server_capabilities if self._client is not None else None
 
-    def _request(self, what: str, timeout: float | None, deadline: CallDeadline | None = None) -> _Request:
-        """`async with` around a request to the upstream: it gives the client, bounds the request by
-        `deadline` (or `timeout`) and words what went wrong as the gateway's errors."""
-        return _Request(self, what, deadline or CallDeadline(timeout or self.call_timeout))
-
-    def _failed(
-        self, what: str, client: Client, deadline: CallDeadline, exc: BaseException | None
-    ) -> NexusError | None:
-        """The gateway's error for a request that ended with `exc` (None: nothing to word)."""
-        if isinstance(exc, TimeoutError):
+    @asynccontextmanager
+    async def _request(
+        self, what: str, timeout: float | None, deadline: CallDeadline | None = None
+    ) -> AsyncIterator[Client]:
+        client = self._connected()
+        deadline = deadline or CallDeadline(timeout or self.call_timeout)
+        try:
+            with deadline:
+                yield client
+        except TimeoutError:
             if deadline.expired_hard:
                 message = f"Upstream server {self.name!r} ran {what} past the {deadline.hard:g}s maximum."
             else:
                 message = f"Upstream server {self.name!r} did not answer {what} within {deadline.idle:g}s."
-            return UpstreamTimeout(self.name, message)
-        if isinstance(exc, MCPError):
+            raise UpstreamTimeout(self.name, message) from None
+        except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 if self._client is client:
                     self._mark_down("connection closed")
-                return UpstreamUnavailable(
+                raise UpstreamUnavailable(
                     self.name, f"Upstream server {self.name!r} closed the connection during {what}; it is restarting."
-                )
-            return UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}")
-        return None
+                ) from exc
+            raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
 
     async def call_tool(
         self,
@@ -502,33 +500,6 @@ class _Slot:
         if self._held and self._semaphore is not None:
             self._held = False
             self._semaphore.release()
-
-
-class _Request:
-    """`Upstream._request`: a class rather than a generator, for it is on the path of every proxied call."""
-
-    __slots__ = ("_client", "_deadline", "_upstream", "_what")
-
-    def __init__(self, upstream: Upstream, what: str, deadline: CallDeadline) -> None:
-        self._upstream, self._what, self._deadline = upstream, what, deadline
-
-    async def __aenter__(self) -> Client:
-        self._client = self._upstream._connected()
-        self._deadline.__enter__()
-        return self._client
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        try:
-            suppressed = self._deadline.__exit__(exc_type, exc, tb)
-        except TimeoutError as expired:
-            exc = expired
-            suppressed = False
-        failed = self._upstream._failed(self._what, self._client, self._deadline, exc)
-        if failed is not None:
-            raise failed from (None if isinstance(exc, TimeoutError) else exc)
-        return suppressed
 
 
 class UpstreamPool:

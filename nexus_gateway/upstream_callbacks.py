@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -152,30 +153,6 @@ class _HostGate:
             self._released = anyio.Event()
 
 
-class _Registered:
-    """`CallRouter.call`: a class rather than a generator, for it is on the path of every proxied call."""
-
-    __slots__ = ("_call", "_gated", "_router")
-
-    def __init__(self, router: CallRouter, call: InFlight) -> None:
-        self._router, self._call = router, call
-        self._gated = call.link is not None and call.link.asks_host
-
-    async def __aenter__(self) -> InFlight:
-        call = self._call
-        if self._gated:
-            assert call.link is not None
-            with anyio.fail_after(call.deadline.hard):
-                await self._router._gate.acquire(call.link.key)
-        self._router._calls.append(call)
-        return call
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._router._calls.remove(self._call)
-        if self._gated:
-            self._router._gate.release()
-
-
 class CallRouter:
     def __init__(self, server: str, switchboard: Switchboard) -> None:
         self.server = server
@@ -184,10 +161,22 @@ class CallRouter:
         self._gate = _HostGate()
         self._elicitations: OrderedDict[str, HostLink] = OrderedDict()
 
-    def call(self, link: HostLink | None, deadline: CallDeadline) -> _Registered:
-        """Register a call for its whole duration (`async with`: after waiting for the gate, bounded by the
-        hard maximum); it gives the call's `InFlight`."""
-        return _Registered(self, InFlight(link, deadline))
+    @asynccontextmanager
+    async def call(self, link: HostLink | None, deadline: CallDeadline) -> AsyncIterator[InFlight]:
+        """Register a call for its whole duration (after waiting for the gate, bounded by the hard maximum)."""
+        gated = link is not None and link.asks_host
+        if gated:
+            assert link is not None
+            with anyio.fail_after(deadline.hard):
+                await self._gate.acquire(link.key)
+        call = InFlight(link, deadline)
+        self._calls.append(call)
+        try:
+            yield call
+        finally:
+            self._calls.remove(call)
+            if gated:
+                self._gate.release()
 
     def client_callbacks(self) -> dict[str, Any]:
         """Keyword arguments for `mcp.Client`: the gateway declares sampling (with context and tools),

@@ -45,7 +45,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
 
-from nexus_gateway._direct import DirectCalls
+from nexus_gateway._direct import DirectCalls, compact_json
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.meta import definitions
@@ -72,12 +72,11 @@ _WATCHED = re.compile(rb'"(?:tools/call|notifications/cancelled|initialize|loggi
 _ASKING = ("sampling", "elicitation", "roots")
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _RESULT_OPEN = b',"result":{'
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
-    return _encode(message).encode() + b"\n"
+    return compact_json(message).encode() + b"\n"
 
 
 @dataclass(frozen=True)
@@ -312,7 +311,7 @@ class StdioFastPath:
         2026-07-28 era spliced in; None when the result needs more than that."""
         if "resultType" in result:
             return None
-        head = b'{"jsonrpc":"2.0","id":' + _encode(request_id).encode()
+        head = b'{"jsonrpc":"2.0","id":' + compact_json(request_id).encode()
         if self._era == "legacy":
             return head + rest + b"\n"
         if "_meta" in result or not result or not rest.startswith(_RESULT_OPEN):
@@ -334,7 +333,7 @@ class StdioFastPath:
 
     @functools.cached_property
     def _stamp_json(self) -> bytes:
-        return _encode({types.SERVER_INFO_META_KEY: self._stamp}).encode()
+        return compact_json({types.SERVER_INFO_META_KEY: self._stamp}).encode()
 
     # -- serving -------------------------------------------------------------------------------
 
