@@ -6,16 +6,17 @@ gateway spends on a proxied call. `DirectCalls` writes the request line to the u
 itself and takes the answer off stdout before the SDK sees it (`claim`), as JSON:
 
     Upstream.call_tool -> DirectCalls.call -> one line on stdin       (id from a range of its own)
-    (or: the stdio fast path -> DirectCalls.send -> the line at once; DirectCalls.call(sent=id) waits)
-    stdout line -> stdio_upstream.deliver -> DirectCalls.claim -> the waiting call
+    (or: the stdio fast path -> FollowedCall -> DirectCalls.send -> the line at once, callbacks after)
+    stdout line -> stdio_upstream.deliver -> DirectCalls.claim -> the waiting call (or its callbacks)
                                            `-> anything else: the SDK's client, as before
 
 What the slow path guarantees stays: the call runs inside `Upstream._request` and the `CallRouter`
-(timeouts, health, the host link), the request carries a progress token so progress restarts the
-timeout and reaches the host, log messages taken in order while a direct call is in flight reach its
-host before its answer does, a cancelled call sends `notifications/cancelled`, an answer over
-`max_result_bytes` becomes an `isError` result (`stdio_upstream` knows the id), and what the upstream
-asks meanwhile goes through the SDK's client to the router, which knows the call's host.
+(timeouts, health, the host link; `_followed.py` keeps the same for a sent call), the request
+carries a progress token so progress restarts the timeout and reaches the host, log messages taken
+in order while a direct call is in flight reach its host before its answer does, a cancelled call
+sends `notifications/cancelled`, an answer over `max_result_bytes` becomes an `isError` result
+(`stdio_upstream` knows the id), and what the upstream asks meanwhile goes through the SDK's client
+to the router, which knows the call's host.
 Ids are integers from `_FIRST_ID` on, so they never meet the SDK's own (counted from 0) and upstreams
 that only expect numbers are served alike.
 """
@@ -52,6 +53,9 @@ WriteNow = Callable[[bytes], bool]
 Answered = Callable[[dict[str, Any], bytes | None], bool]
 """Handed a call's result as soon as it is read, and the bytes of the answer's line after its id (see
 `_after_id`) when the line can be re-addressed by splicing; True when the result reached the host then."""
+Ended = Callable[[dict[str, Any]], None]
+"""Handed a sent call's whole answer message (a result or an error; CONNECTION_CLOSED when the transport
+ends first), once, after `Answered`."""
 compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """JSON as the gateway writes protocol lines (`json.dumps` with these arguments, without building an encoder
 each time); the stdio fast path writes with it too."""
@@ -63,8 +67,8 @@ class _Waiting:
     on_result: Answered | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: dict[str, Any] | None = None
-    unclaimed: bool = False
-    """Sent by `send`, and no `call` waits on it yet."""
+    on_end: Ended | None = None
+    """Set for a call `send` wrote: no task waits on it, this is called when it ends."""
     cancelled: bool = False
     """The upstream has been told the call is cancelled (`cancel_now`)."""
 
@@ -106,10 +110,14 @@ class DirectCalls:
         self._write = self._write_now = None
         self._pending_methods = None
         closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
+        ended = [waiting.on_end for waiting in self._waiting.values() if waiting.on_end is not None]
         for waiting in self._waiting.values():
             if waiting.answer is None:
                 waiting.answer = closed
             waiting.done.set()
+        self._waiting = {key: waiting for key, waiting in self._waiting.items() if waiting.on_end is None}
+        for on_end in ended:
+            on_end(closed)
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -135,34 +143,27 @@ class DirectCalls:
         meta: dict[str, Any] | None,
         on_progress: Progressed | None,
         on_result: Answered | None,
+        on_end: Ended,
     ) -> int | None:
-        """Write a tools/call line now, without waiting, and return its id; a `call(..., sent=id)` then
-        waits on it (None: the line cannot go out at once, so nothing was sent).
-
-        The stdio fast path sends a call the moment it reads the host's line, then sets up the call's
-        deadline, routing and metrics while the upstream works. Until a `call` takes it over, progress
-        goes to `on_progress` and the answer to `on_result`; `abandon` ends one no `call` took."""
+        """Write a tools/call line now, without waiting, and return its id (None: the line cannot go out at
+        once, so nothing was sent). No task waits on it: progress goes to `on_progress`, the result to
+        `on_result` as soon as it is read, then the whole answer to `on_end`, which ends it (`forget` ends it
+        sooner: a timeout, a host's cancellation). The stdio fast path sends a call this way the moment it
+        reads the host's line (`_followed.py`)."""
         write_now, pending_methods = self._write_now, self._pending_methods
         if write_now is None or pending_methods is None:
             return None
         request_id, line = self._request_line(tool, arguments, meta)
-        self._waiting[request_id] = _Waiting(on_progress, on_result, unclaimed=True)
+        self._waiting[request_id] = _Waiting(on_progress, on_result, on_end=on_end)
         pending_methods[request_id] = "tools/call"
         if not write_now(line):
-            del self._waiting[request_id]
-            pending_methods.pop(request_id, None)
+            self.forget(request_id)
             return None
         self.calls += 1
         return request_id
 
-    async def abandon(self, request_id: int) -> None:
-        """End a call `send` wrote that no `call` took over (its caller failed or was cancelled first):
-        forget it, and cancel it upstream unless it was answered. Nothing for a call a `call` took."""
-        waiting = self._waiting.get(request_id)
-        if waiting is None or not waiting.unclaimed:
-            return
-        if waiting.answer is None:
-            await self._cancel(request_id)
+    def forget(self, request_id: int) -> None:
+        """Stop following a call `send` wrote (nothing more reaches its callbacks)."""
         self._waiting.pop(request_id, None)
         if self._pending_methods is not None:
             self._pending_methods.pop(request_id, None)
@@ -174,31 +175,19 @@ class DirectCalls:
         meta: dict[str, Any] | None,
         on_progress: Progressed | None,
         on_result: Answered | None = None,
-        *,
-        sent: int | None = None,
     ) -> dict[str, Any]:
         """The upstream's `CallToolResult` as a wire dict; raises `MCPError` for an error answer (and
         CONNECTION_CLOSED when the transport ends first). Cancelling it cancels the upstream's call.
-        `on_result` is handed the result as soon as the answer is read (before this call returns).
-        `sent` is the id `send` gave for this call: it is already on the wire, only waited on here."""
+        `on_result` is handed the result as soon as the answer is read (before this call returns)."""
         pending_methods = self._pending_methods
-        if sent is not None:
-            waiting = self._waiting.get(sent)
-            if waiting is None or not waiting.unclaimed:
-                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
-            waiting.on_progress, waiting.on_result, waiting.unclaimed = on_progress, on_result, False
-            request_id, line = sent, None
-        else:
-            if self._write is None or pending_methods is None:
-                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
-            request_id, line = self._request_line(tool, arguments, meta)
-            waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
-            pending_methods[request_id] = "tools/call"
-            self.calls += 1
+        if self._write is None or pending_methods is None:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        request_id, line = self._request_line(tool, arguments, meta)
+        waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
+        pending_methods[request_id] = "tools/call"
+        self.calls += 1
         try:
-            if line is not None:
-                assert self._write is not None
-                await self._write(line)
+            await self._write(line)
             await waiting.done.wait()
         except anyio.get_cancelled_exc_class():
             await self._cancel(request_id)  # a write cut short may still have reached the upstream
@@ -206,15 +195,12 @@ class DirectCalls:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
         finally:
-            self._waiting.pop(request_id, None)
-            if pending_methods is not None:
-                pending_methods.pop(request_id, None)
+            self.forget(request_id)
         return _result_of(waiting.answer)
 
     def cancel_now(self, request_id: int) -> None:
         """Tell the upstream at once (without waiting) that a call `send` wrote is cancelled, so that the
-        notice goes out ahead of whatever is sent after it, as the host sent them; the call's own
-        cancellation then sends nothing more."""
+        notice goes out ahead of whatever is sent after it, as the host sent them; only once."""
         waiting = self._waiting.get(request_id)
         if waiting is None or waiting.answer is not None or waiting.cancelled or self._write_now is None:
             return
@@ -258,6 +244,9 @@ class DirectCalls:
             result = message.get("result")
             if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
                 waiting.on_result(result, None if line is None else _after_id(line, message.get("id")))
+            if waiting.on_end is not None:
+                self.forget(_as_id(message.get("id")))
+                waiting.on_end(message)
             return True
         if method == "notifications/message" and self._on_log is not None:
             try:

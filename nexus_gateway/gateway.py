@@ -43,7 +43,7 @@ from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever
 from nexus_gateway.switches import ServerSwitches
 from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
-from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink
+from nexus_gateway.upstream_callbacks import HostLink
 from nexus_gateway.validation import validate_arguments
 
 logger = logging.getLogger(__name__)
@@ -368,29 +368,26 @@ class Gateway:
         meta: dict[str, Any] | None = None,
     ) -> ToolResult:
         started = time.perf_counter()
-        outcome = "error"
+        result: ToolResult | None = None
         try:
-            if not (isinstance(link, AnsweringLink) and link.sent is not None):  # a sent call was checked first
-                validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
+            validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
             upstream = self.pool.get(record.server)
             if upstream is None:
                 raise UpstreamUnavailable(record.server, f"Upstream server {record.server!r} is not configured.")
             result = await upstream.call_tool(record.upstream_name, arguments, link=link, meta=meta)
-            outcome = "tool_error" if result.get("isError") else "ok"
             return result
-        except ArgumentsInvalid:
-            outcome = "invalid_arguments"
-            raise
-        except UpstreamUnavailable:
-            outcome = "unavailable"
-            raise
-        except UpstreamTimeout:
-            outcome = "timeout"
-            raise
         finally:
-            elapsed = time.perf_counter() - started
-            self.metrics.observe_call(record.server, outcome, elapsed)
-            self.activity.record_call(record.name, record.server, outcome, elapsed, sys.exc_info()[1])
+            self.record_call(record, started, result, sys.exc_info()[1])
+
+    def record_call(
+        self, record: ToolRecord, started: float, result: ToolResult | None, error: BaseException | None
+    ) -> None:
+        """Count a call to `record` that began at `started` (`time.perf_counter`) and ended with `result`
+        or `error`, for /metrics and the dashboard."""
+        elapsed = time.perf_counter() - started
+        outcome = _outcome(result, error)
+        self.metrics.observe_call(record.server, outcome, elapsed)
+        self.activity.record_call(record.name, record.server, outcome, elapsed, error)
 
     def quarantined(self) -> list[dict[str, Any]]:
         """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""
@@ -489,3 +486,17 @@ class Gateway:
         close = difflib.get_close_matches(name, self._prompts, n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise NexusError(f"Unknown prompt {name!r}.{hint} prompts/list gives the name of every prompt served here.")
+
+
+def _outcome(result: ToolResult | None, error: BaseException | None) -> str:
+    """A call's outcome as /metrics counts it."""
+    if isinstance(error, ArgumentsInvalid):
+        return "invalid_arguments"
+    if isinstance(error, UpstreamUnavailable):
+        return "unavailable"
+    if isinstance(error, UpstreamTimeout):
+        return "timeout"
+    if error is not None or result is None:
+        return "error"
+    is_error = result.get("isError") if isinstance(result, dict) else getattr(result, "is_error", False)
+    return "tool_error" if is_error else "ok"

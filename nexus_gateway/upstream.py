@@ -31,13 +31,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from nexus_gateway._deadline import CallDeadline
+from nexus_gateway._deadline import CallDeadline, TimerDeadline
 from nexus_gateway._direct import DirectCalls
 from nexus_gateway._prelaunch import Launch
 from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway._watched import WatchedTransport
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer, default_state_dir
-from nexus_gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from nexus_gateway.start_order import load_start_times, save_start_times, slowest_first
 from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
 from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink, Switchboard
@@ -356,19 +356,33 @@ class Upstream:
             with deadline:
                 yield client
         except TimeoutError:
-            if deadline.expired_hard:
-                message = f"Upstream server {self.name!r} ran {what} past the {deadline.hard:g}s maximum."
-            else:
-                message = f"Upstream server {self.name!r} did not answer {what} within {deadline.idle:g}s."
-            raise UpstreamTimeout(self.name, message) from None
+            raise self.timed_out(what, deadline, hard=deadline.expired_hard) from None
         except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                if self._client is client:
-                    self._mark_down("connection closed")
-                raise UpstreamUnavailable(
-                    self.name, f"Upstream server {self.name!r} closed the connection during {what}; it is restarting."
-                ) from exc
-            raise UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}") from exc
+            raise self.failed(what, exc, client) from exc
+
+    def timed_out(self, what: str, deadline: CallDeadline | TimerDeadline, *, hard: bool) -> UpstreamTimeout:
+        """The error of a request whose `deadline` ran out (`hard`: at its hard maximum, else idle)."""
+        if hard:
+            message = f"Upstream server {self.name!r} ran {what} past the {deadline.hard:g}s maximum."
+        else:
+            message = f"Upstream server {self.name!r} did not answer {what} within {deadline.idle:g}s."
+        return UpstreamTimeout(self.name, message)
+
+    def failed(self, what: str, exc: MCPError, client: Client | None) -> UpstreamError:
+        """The error of a request the upstream answered with `exc`, sent on `client`'s connection (a closed
+        connection marks the upstream down, unless it has already reconnected)."""
+        if exc.code == types.CONNECTION_CLOSED:
+            if client is not None and self._client is client:
+                self._mark_down("connection closed")
+            return UpstreamUnavailable(
+                self.name, f"Upstream server {self.name!r} closed the connection during {what}; it is restarting."
+            )
+        return UpstreamProtocolError(self.name, f"Upstream server {self.name!r} rejected {what}: {exc}")
+
+    @property
+    def client(self) -> Client | None:
+        """The connection requests go out on now (None while down)."""
+        return self._client
 
     async def call_tool(
         self,
@@ -391,11 +405,9 @@ class Upstream:
             self.router.call(link, deadline) as call,
             self._request(f"the call to {tool!r}", timeout, deadline) as client,
         ):
-            answering = link if isinstance(link, AnsweringLink) else None
-            sent = answering.sent if answering is not None else None
-            if self.direct is not None and (sent is not None or self.direct.ready):
-                answer = answering.answer if answering is not None else None
-                return await self.direct.call(tool, arguments, meta, call.progressed, answer, sent=sent)
+            if self.direct is not None and self.direct.ready:
+                answer = link.answer if isinstance(link, AnsweringLink) else None
+                return await self.direct.call(tool, arguments, meta, call.progressed, answer)
             params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)  # type: ignore[arg-type]
             request = types.CallToolRequest(params=params)
             return await client.session.send_request(request, _WIRE_RESULT, progress_callback=call.progressed)  # type: ignore[type-var]

@@ -26,7 +26,7 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
 
-from nexus_gateway._deadline import CallDeadline
+from nexus_gateway._deadline import CallDeadline, Deadline
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +66,6 @@ class AnsweringLink:
     gateway's bookkeeping for the call unwinds (the stdio fast path writes it to the host from there:
     the host waits for nothing else). Only a direct call answers early; the call still returns the
     same result afterwards, for metrics and the rest."""
-
-    sent: int | None = None
-    """The id of this call on the upstream's direct channel when it is already on the wire
-    (`DirectCalls.send`): the call then only waits for it."""
 
     def answer(self, result: dict[str, Any], rest: bytes | None = None) -> bool:
         """Whether `result` reached the host now (then the caller must not answer again). `rest` is the
@@ -123,7 +119,7 @@ class InFlight:
     """One upstream call while it runs: its host (if any) and its deadline."""
 
     link: HostLink | None
-    deadline: CallDeadline
+    deadline: Deadline
 
     async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
         self.deadline.progressed()
@@ -169,14 +165,22 @@ class CallRouter:
             assert link is not None
             with anyio.fail_after(deadline.hard):
                 await self._gate.acquire(link.key)
-        call = InFlight(link, deadline)
-        self._calls.append(call)
+        call = self.enter(link, deadline)
         try:
             yield call
         finally:
-            self._calls.remove(call)
+            self.leave(call)
             if gated:
                 self._gate.release()
+
+    def enter(self, link: HostLink | None, deadline: Deadline) -> InFlight:
+        """Register a call that needs no gate (its host cannot be asked for input) until `leave`."""
+        call = InFlight(link, deadline)
+        self._calls.append(call)
+        return call
+
+    def leave(self, call: InFlight) -> None:
+        self._calls.remove(call)
 
     def client_callbacks(self) -> dict[str, Any]:
         """Keyword arguments for `mcp.Client`: the gateway declares sampling (with context and tools),

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 from nexus_gateway._direct import DirectCalls
 
@@ -109,7 +110,7 @@ class Upstream:
         return True
 
 
-async def test_a_sent_call_is_on_the_wire_before_anything_waits_and_its_progress_and_answer_reach_the_sender():
+async def test_a_sent_call_is_on_the_wire_at_once_and_its_progress_result_and_end_reach_its_callbacks():
     direct = DirectCalls("echo")
     upstream = Upstream(direct)
     early: list[Any] = []
@@ -121,7 +122,7 @@ async def test_a_sent_call_is_on_the_wire_before_anything_waits_and_its_progress
         early.append(("result", result))
         return True
 
-    request_id = direct.send("echo", {"text": "ping"}, {"trace": "t"}, on_progress, on_result)
+    request_id = direct.send("echo", {"text": "ping"}, {"trace": "t"}, on_progress, on_result, early.append)
     assert request_id is not None
     assert upstream.lines == [
         {
@@ -135,62 +136,50 @@ async def test_a_sent_call_is_on_the_wire_before_anything_waits_and_its_progress
             },
         }
     ]
+    assert direct.in_flight
     progress = {"method": "notifications/progress", "params": {"progressToken": request_id, "progress": 1, "total": 2}}
     assert await direct.claim(compact({"jsonrpc": "2.0", **progress}).encode())
     result = {"content": [], "isError": False}
-    assert await direct.claim(compact({"jsonrpc": "2.0", "id": request_id, "result": result}).encode())
-    assert early == [("progress", 1.0, 2.0, None), ("result", result)]
-    with anyio.fail_after(5):
-        assert await direct.call("echo", {"text": "ping"}, None, None, sent=request_id) == result
-    assert upstream.waited == []  # nothing written twice
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert await direct.claim(compact(answer).encode())
+    assert early == [("progress", 1.0, 2.0, None), ("result", result), answer]
+    assert upstream.waited == []  # nothing written through the waiting writer
+    assert not direct.in_flight
+    assert not await direct.claim(compact(answer).encode())  # ended: a second answer is not its
+
+
+async def test_a_sent_call_answered_with_an_error_ends_with_it_and_hands_no_result_over():
+    direct = DirectCalls("echo")
+    Upstream(direct)
+    results: list[Any] = []
+    ended: list[dict[str, Any]] = []
+    request_id = direct.send("echo", {}, None, None, lambda result, rest: results.append(result) or True, ended.append)
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "no such tool"}}
+    assert await direct.claim(compact(error).encode())
+    assert results == [] and ended == [error] and not direct.in_flight
+
+
+async def test_a_sent_call_ends_with_connection_closed_when_the_transport_goes():
+    direct = DirectCalls("echo")
+    Upstream(direct)
+    ended: list[dict[str, Any]] = []
+    assert direct.send("echo", {}, None, None, None, ended.append) is not None
+    direct.detach()
+    assert [message["error"]["code"] for message in ended] == [CONNECTION_CLOSED]
     assert not direct.in_flight
 
 
-async def test_a_sent_call_taken_over_by_call_reports_to_the_call_and_is_cancelled_with_it():
+async def test_a_forgotten_sent_call_hears_nothing_more():
     direct = DirectCalls("echo")
-    upstream = Upstream(direct)
-    request_id = direct.send("echo", {}, None, None, None)
+    Upstream(direct)
+    ended: list[dict[str, Any]] = []
+    request_id = direct.send("echo", {}, None, None, None, ended.append)
     assert request_id is not None
-    seen: list[float] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append(progress)
-
-    async def upstream_reports() -> None:
-        await anyio.sleep(0.05)
-        progress = {"progressToken": request_id, "progress": 0.5}
-        assert await direct.claim(
-            compact({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}).encode()
-        )
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(upstream_reports)
-            with anyio.move_on_after(0.3):
-                await direct.call("echo", {}, None, on_progress, sent=request_id)
-    assert seen == [0.5]
-    cancelled = [line for line in upstream.lines if line.get("method") == "notifications/cancelled"]
-    assert [line["params"]["requestId"] for line in cancelled] == [request_id]
-    await direct.abandon(request_id)  # taken over: nothing more to do
-    assert len(upstream.lines) == 2
-
-
-@pytest.mark.parametrize("answered", [False, True])
-async def test_a_sent_call_nothing_waited_on_is_cancelled_upstream_unless_it_was_answered(answered: bool):
-    direct = DirectCalls("echo")
-    upstream = Upstream(direct)
-    request_id = direct.send("echo", {}, None, None, None)
-    assert request_id is not None
-    if answered:
-        assert await direct.claim(compact({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}).encode())
-    await direct.abandon(request_id)
-    cancelled = [
-        line["params"]["requestId"] for line in upstream.lines if line.get("method") == "notifications/cancelled"
-    ]
-    assert cancelled == ([] if answered else [request_id])
+    direct.forget(request_id)
     assert not direct.in_flight
-    with pytest.raises(MCPError):
-        await direct.call("echo", {}, None, None, sent=request_id)  # forgotten: nothing left to wait on
+    assert not await direct.claim(compact({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}).encode())
+    direct.detach()
+    assert ended == []
 
 
 async def test_nothing_is_sent_at_once_on_a_transport_that_cannot_write_without_waiting():
@@ -201,9 +190,9 @@ async def test_nothing_is_sent_at_once_on_a_transport_that_cannot_write_without_
         lines.append(line)
 
     direct.attach(write, OrderedDict())
-    assert direct.send("echo", {}, None, None, None) is None
+    assert direct.send("echo", {}, None, None, None, print) is None
     direct.attach(write, OrderedDict(), lambda line: False)  # its buffer is full
-    assert direct.send("echo", {}, None, None, None) is None
+    assert direct.send("echo", {}, None, None, None, print) is None
     assert lines == [] and not direct.in_flight
 
 
@@ -217,19 +206,10 @@ async def test_an_error_answer_is_never_handed_over_early():
 async def test_a_sent_call_cancelled_at_once_is_cancelled_upstream_ahead_of_the_next_call_and_only_once():
     direct = DirectCalls("echo")
     upstream = Upstream(direct)
-    first = direct.send("echo", {}, None, None, None)
+    first = direct.send("echo", {}, None, None, None, print)
     assert first is not None
-
-    async def waits() -> None:
-        await direct.call("echo", {}, None, None, sent=first)
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(waits)
-            await anyio.sleep(0.05)
-            direct.cancel_now(first)
-            second = direct.send("echo", {}, None, None, None)
-            tg.cancel_scope.cancel()  # the first call's own cancellation
-        await direct.abandon(first)
+    direct.cancel_now(first)
+    direct.cancel_now(first)
+    second = direct.send("echo", {}, None, None, None, print)
     methods = [(line.get("method"), line.get("id") or line["params"].get("requestId")) for line in upstream.lines]
     assert methods == [("tools/call", first), ("notifications/cancelled", first), ("tools/call", second)]

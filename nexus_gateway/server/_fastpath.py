@@ -6,19 +6,20 @@ context, runs middleware and re-validates the result on the way out: about half 
 time per call. `StdioFastPath.take` sees each input line before the SDK does and serves the calls
 that nothing unusual can happen during; everything else goes to the SDK untouched:
 
-    line -> take: a tools/call the fast path may serve?  -> the upstream's line written at once
-                   |                                         (`DirectCalls.send`, when the arguments are
-                   |                                         valid), then in a task MetaTools.call_tool
-                   |                                         (validation, pins, metrics, timeouts, health,
-                   |                                         the `_direct.py` channel) waits for its answer
+    line -> take: a tools/call the fast path may serve?  -> arguments valid, gateway ready: the upstream's
+                   |                                         line written at once and the call followed
+                   |                                         to its end with no task (`_followed.py`:
+                   |                                         deadline, host routing, metrics, errors)
+                   |                                      -> otherwise a task on the full path
+                   |                                         (`MetaTools.call_tool`: it words the error,
+                   |                                         waits for the gateway, ...)
                    |                                      -> response line (the upstream's, re-addressed)
                    `-> no: the SDK's server, as before (and `take` still notes initialize and
                        logging/setLevel, to know the host)
 
 Only what decides where the call goes, and the argument check, stand between the host's line and the
-upstream's: the call's bookkeeping is set up while the upstream works (the task runs before anything
-the upstream writes is read, so the call's deadline and host routing are in place by then). A host's
-`notifications/cancelled` reaches the upstream before whatever the host sent after it.
+upstream's. A host's `notifications/cancelled` reaches the upstream before whatever the host sent
+after it; a host that goes away has its calls cancelled upstream.
 
 A call takes the fast path only when the host cannot be asked for input (it declared neither
 sampling, elicitation nor roots: an upstream that asks gets the same refusal the slow path gives),
@@ -45,15 +46,16 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
 
-from nexus_gateway._direct import DirectCalls, compact_json
+from nexus_gateway._direct import compact_json
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.gateway import Gateway
+from nexus_gateway.gateway import Gateway, ToolResult
 from nexus_gateway.meta import definitions
 from nexus_gateway.meta.tools import MetaTools
+from nexus_gateway.server._followed import FollowedCall, Link
 from nexus_gateway.server._forward import forwarded_meta
 from nexus_gateway.server._links import OFF, log_allowed, refusal
 from nexus_gateway.upstream import Upstream
-from nexus_gateway.upstream_callbacks import AnsweringLink, HostAnswer
+from nexus_gateway.upstream_callbacks import HostAnswer
 from nexus_gateway.validation import schema_problems
 
 logger = logging.getLogger(__name__)
@@ -85,11 +87,10 @@ class _Target:
 
     record: ToolRecord
     upstream: Upstream
-    channel: DirectCalls
     arguments: dict[str, Any]
 
 
-class _FastLink(AnsweringLink):
+class _FastLink(Link):
     """The host side of a fast call (a `HostLink`): progress and logs as notification lines, and the
     answer line as soon as the upstream's is read (`answer`)."""
 
@@ -99,29 +100,6 @@ class _FastLink(AnsweringLink):
         self._token = progress_token
         self._log_level = log_level
         self.answered = False
-        self._channel: DirectCalls | None = None
-
-    def send(self, target: _Target, meta: dict[str, Any] | None) -> None:
-        """Put the call on the upstream's wire now, when it will be served (the gateway is ready, the upstream
-        connected, the arguments valid): the upstream works while the call's bookkeeping is set up, and its
-        path (`MetaTools.call_tool`) then waits for this answer (`sent`). Otherwise that path does it all."""
-        if not self._path.gateway.ready or not target.upstream.connected:
-            return
-        record = target.record
-        if schema_problems(record.input_schema, target.arguments, key=record.content_hash):
-            return  # the call's path words the error
-        self.sent = target.channel.send(record.upstream_name, target.arguments, meta, self.progress, self.answer)
-        self._channel = target.channel
-
-    def cancel(self) -> None:
-        """The host cancelled the call: a call `send` wrote is cancelled upstream now, in the host's order."""
-        if self._channel is not None and self.sent is not None:
-            self._channel.cancel_now(self.sent)
-
-    async def abandon(self) -> None:
-        """The call is over: a line `send` wrote that its path never waited on is cancelled upstream."""
-        if self._channel is not None and self.sent is not None:
-            await self._channel.abandon(self.sent)
 
     def answer(self, result: dict[str, Any], rest: bytes | None = None) -> bool:
         self.answered = self._path.answer_now(self._request_id, result, rest)
@@ -175,8 +153,9 @@ class StdioFastPath:
         """None until the host's first request: "legacy" (it began with initialize) or "modern"."""
         self._asks_host = True
         self._log_level: str | None = None
-        self._calls: dict[Any, tuple[_Task, _FastLink]] = {}
-        """The fast calls in flight by host request id (cancelling a task cancels its upstream call)."""
+        self._calls: dict[Any, _Task] = {}
+        """The fast calls in flight by host request id: followed calls, or tasks (cancelling either cancels
+        its upstream call)."""
 
     def attach(self, spawn: Spawn, write: WriteLine, write_now: WriteNow) -> None:
         """The transport is serving: `spawn(fn, *args)` runs a task (returning something to `cancel()`), `write(line)`
@@ -222,10 +201,19 @@ class StdioFastPath:
             return False
         log_level, progress_token, target = served
         assert self._spawn is not None
-        link = _FastLink(self, message["id"], progress_token, log_level)
+        request_id = message["id"]
+        link = _FastLink(self, request_id, progress_token, log_level)
         meta = forwarded_meta(params.get("_meta"))
-        link.send(target, meta)
-        self._calls[message["id"]] = (self._spawn(self._serve, message["id"], params, link, meta), link)
+        if self.gateway.ready and not schema_problems(
+            target.record.input_schema, target.arguments, key=target.record.content_hash
+        ):
+            finish = functools.partial(self.answer_now, request_id)
+            followed = FollowedCall(self.gateway, target.record, target.upstream, link, finish)
+            if followed.start(target.arguments, meta):
+                self._calls[request_id] = followed
+                return True
+        # Anything unusual (not ready yet, arguments to word an error for, a full pipe): a task on the full path.
+        self._calls[request_id] = self._spawn(self._serve, request_id, params, link, meta)
         return True
 
     def _settle_era(self, line: bytes) -> None:
@@ -281,25 +269,30 @@ class StdioFastPath:
         upstream = gateway.pool.get(record.server)
         if upstream is None or upstream.direct is None or not upstream.direct.ready:
             return None
-        return _Target(record, upstream, upstream.direct, arguments)
+        return _Target(record, upstream, arguments)
 
     def _cancel(self, request_id: Any) -> bool:
         call = self._calls.pop(request_id, None) if _is_id(request_id) else None
         if call is None:
             return False
-        task, link = call
-        link.cancel()
-        task.cancel()  # a cancelled request is never answered: the task ends before it writes
+        call.cancel()  # a cancelled request is never answered (a task ends before it writes)
         return True
 
-    def answer_now(self, request_id: Any, result: dict[str, Any], rest: bytes | None = None) -> bool:
+    def close(self) -> None:
+        """The host has gone: every followed call is cancelled upstream (tasks are cancelled by their owner)."""
+        for call in list(self._calls.values()):
+            if isinstance(call, FollowedCall):
+                call.cancel()
+        self._calls.clear()
+
+    def answer_now(self, request_id: Any, result: ToolResult, rest: bytes | None = None) -> bool:
         """Write the answer to a fast call whose upstream has just answered (from the upstream's reader,
         before the call's bookkeeping unwinds); False when the host cancelled it or has gone. `rest` is the
         upstream's line after its id (`_direct._after_id`): when the result needs no change, the answer is
         that line re-addressed, not the result serialized again."""
         if self._write_now is None or self._calls.pop(request_id, None) is None:
             return False
-        line = self._spliced(request_id, result, rest) if rest is not None else None
+        line = self._spliced(request_id, result, rest) if rest is not None and isinstance(result, dict) else None
         if line is None:
             line = _dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)})
         written = self._write_now(line)
@@ -353,7 +346,6 @@ class StdioFastPath:
             return
         finally:
             asked = self._calls.pop(request_id, None) is not None  # False once answered early or cancelled
-            await link.abandon()
         if self._write is None:
             return
         if not asked:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
 import anyio
@@ -46,6 +46,10 @@ class LineTaker(Protocol):
         ...
 
     def take(self, line: bytes) -> bool: ...
+
+    def close(self) -> None:
+        """The streams are closing: end whatever was taken and is still in flight."""
+        ...
 
 
 @asynccontextmanager
@@ -113,6 +117,9 @@ async def line_streams(
                 if not line.strip():
                     continue
                 if taker is not None and taker.take(line):
+                    if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+                        with suppress(ConnectionError, RuntimeError):
+                            await writer.drain()  # a host slow to read its answers is read more slowly
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -145,6 +152,8 @@ async def line_streams(
             yield read_stream, write_stream
             tg.cancel_scope.cancel()
     finally:
+        if taker is not None:
+            taker.close()
         await calls.aclose()
 
 

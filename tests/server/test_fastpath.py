@@ -5,7 +5,9 @@ it must leave to the slow path. Real gateway processes, a real upstream (tests/s
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,10 +79,11 @@ class RawHost:
         return self.log.read_text()
 
 
-async def raw_host(tmp_path: Path, name: str, **nexus: Any) -> RawHost:
+async def raw_host(tmp_path: Path, name: str, entry: dict[str, Any] | None = None, **nexus: Any) -> RawHost:
+    """A gateway process in front of the features server (`entry`: more keys of its config entry)."""
     folder = tmp_path / name
     folder.mkdir()
-    config = write_config(folder, {"features": stdio_entry(FEATURES)}, mode="passthrough", **nexus)
+    config = write_config(folder, {"features": stdio_entry(FEATURES, **(entry or {}))}, mode="passthrough", **nexus)
     log = folder / "stderr.log"
     command = [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config), "--log-level", "info"]
     process = await anyio.open_process(command, stderr=log.open("wb"))
@@ -248,3 +251,65 @@ async def test_the_official_client_calls_through_the_fast_path_in_both_eras(tmp_
     assert int(text_of(result)) >= DIRECT_IDS
     assert text_of(echoed) == "logged"
     assert served(log.read_text()) == (2, 2)
+
+
+async def test_fast_calls_past_their_deadline_get_the_slow_paths_timeout_errors_and_are_cancelled_upstream(
+    tmp_path: Path,
+):
+    """Progress restarts a fast call's idle timeout, up to the hard maximum, as on the slow path."""
+    limits = {"call_timeout": 1, "call_timeout_max": 3}
+    answers: dict[str, list[dict[str, Any]]] = {}
+    with anyio.fail_after(90):
+        fast = await raw_host(tmp_path, "fast", limits)
+        slow = await raw_host(tmp_path, "slow", limits, fast_path=False)
+        for name, host in (("fast", fast), ("slow", slow)):
+            await open_session(host, "legacy")
+            answers[name] = [
+                await host.request(1, "tools/call", call("features__progress", {"steps": 5, "delay": 0.4}, "legacy")),
+                await host.request(2, "tools/call", call("features__slow", {"seconds": 2}, "legacy")),
+                await host.request(3, "tools/call", call("features__progress", {"steps": 20, "delay": 0.4}, "legacy")),
+                await host.request(4, "tools/call", call("features__cancelled", {}, "legacy")),
+            ]
+        fast_log = await fast.close()
+        await slow.close()
+    assert answers["fast"] == answers["slow"]
+    alive, silent, endless, cancelled = (answer["result"] for answer in answers["fast"])
+    assert text_of_wire(alive) == "done" and not alive.get("isError")
+    assert silent["isError"] and "did not answer the call to 'slow' within 1s" in text_of_wire(silent)
+    assert endless["isError"] and "past the 3s maximum" in text_of_wire(endless)
+    assert text_of_wire(cancelled) == "1"  # the silent call was cancelled upstream when it timed out
+    assert served(fast_log) == (4, 4)
+
+
+async def test_an_upstream_dying_during_a_fast_call_answers_as_the_slow_path_does_and_is_restarted(tmp_path: Path):
+    answers: dict[str, dict[str, Any]] = {}
+    pids: dict[str, tuple[int, int]] = {}
+    with anyio.fail_after(90):
+        fast, slow = await raw_host(tmp_path, "fast"), await raw_host(tmp_path, "slow", fast_path=False)
+        for name, host in (("fast", fast), ("slow", slow)):
+            await open_session(host, "legacy")
+            pid = int(
+                text_of_wire((await host.request(1, "tools/call", call("features__pid", {}, "legacy")))["result"])
+            )
+            await host.send(
+                {"id": 2, "method": "tools/call", "params": call("features__slow", {"seconds": 30}, "legacy")}
+            )
+            await anyio.sleep(0.5)  # the call has reached the upstream (it sleeps 30 s)
+            os.kill(pid, signal.SIGKILL)
+            answers[name] = (await host.answer(2))["result"]
+            restarted = await host.request(3, "tools/call", call("features__pid", {}, "legacy"))
+            while restarted["result"].get("isError"):  # restarting: the gateway says so until it is back
+                await anyio.sleep(0.2)
+                restarted = await host.request(3, "tools/call", call("features__pid", {}, "legacy"))
+            pids[name] = (pid, int(text_of_wire(restarted["result"])))
+        await fast.close()
+        await slow.close()
+    assert answers["fast"] == answers["slow"]
+    assert answers["fast"]["isError"]
+    assert "closed the connection during the call to 'slow'" in text_of_wire(answers["fast"])
+    assert all(before != after for before, after in pids.values())
+
+
+def text_of_wire(result: dict[str, Any]) -> str:
+    text: str = result["content"][0]["text"]
+    return text
