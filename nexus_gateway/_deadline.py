@@ -78,8 +78,8 @@ class CallDeadline:
 
 
 class TimerDeadline:
-    """`CallDeadline`'s rules for a call no task waits on (`_followed.py`): a timer of the event loop, and
-    `on_expiry(hard)` called from the loop when it runs out (`hard`: at the hard maximum)."""
+    """`CallDeadline`'s rules for a call no task waits on (`server/_followed.py`): a timer of the event loop,
+    and `on_expiry(hard)` called from the loop when it runs out (`hard`: at the hard maximum)."""
 
     def __init__(self, idle: float, hard: float | None, on_expiry: Callable[[bool], None]) -> None:
         self.idle = idle
@@ -88,40 +88,41 @@ class TimerDeadline:
         self._on_expiry = on_expiry
         self._hard_at = self._loop.time() + self.hard
         self._paused = 0
+        self._over = False
         self._timer: asyncio.TimerHandle | None = None
         self._arm()
 
     def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         at = self._hard_at if self._paused else min(self._loop.time() + self.idle, self._hard_at)
         self._timer = self._loop.call_at(at, self._expired) if at != math.inf else None
 
     def _expired(self) -> None:
-        self._timer = None
+        self._timer, self._over = None, True
         self._on_expiry(self._loop.time() >= self._hard_at)
 
     def cancel(self) -> None:
         """The call is over: the timer never fires."""
+        self._over = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def progressed(self) -> None:
-        if self._timer is not None and not self._paused:
-            self._timer.cancel()
+        if not self._over and not self._paused:
             self._arm()
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        if self._timer is None:
+        if self._over:
             yield
             return
         self._paused += 1
-        self._timer.cancel()
         self._arm()
         try:
             yield
         finally:
             self._paused -= 1
-            if not self._paused and self._timer is not None:
-                self._timer.cancel()
+            if not self._paused and not self._over:
                 self._arm()

@@ -2,8 +2,8 @@
 
 The stdio fast path (`server/_fastpath.py`) writes the upstream's line the moment it reads the host's
 (`DirectCalls.send`). A task per call waiting for the answer, with its cancel scope and context managers,
-cost the gateway about a fifth of its CPU per call, and on a busy machine that CPU competes with the
-upstream for a core. A `FollowedCall` keeps what that task kept, from the event loop:
+was about a fifth of the gateway's Python function calls per proxied call, and on a busy machine that CPU
+competes with the upstream for a core. A `FollowedCall` keeps what that task kept, from the event loop:
 
     host line -> FollowedCall.start: the router knows the call's host (logs, requests for input),
                  a timer keeps its deadline (`TimerDeadline`: progress restarts it, up to the hard
@@ -42,6 +42,9 @@ class Link(AnsweringLink, HostLink):
 
 
 class FollowedCall:
+    """One call to an upstream tool, from `start` (its line written) to its answer, error, deadline or
+    cancellation; `cancel()` is what the fast path calls when the host cancels it or goes away."""
+
     def __init__(self, gateway: Gateway, record: ToolRecord, upstream: Upstream, link: Link, finish: Finish) -> None:
         self._gateway = gateway
         self._record = record
