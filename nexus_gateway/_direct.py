@@ -28,7 +28,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -65,7 +65,8 @@ each time); the stdio fast path writes with it too."""
 class _Waiting:
     on_progress: Progressed | None
     on_result: Answered | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event | None = None
+    """What `call` waits on (a sent call has no waiter)."""
     answer: dict[str, Any] | None = None
     on_end: Ended | None = None
     """Set for a call `send` wrote: no task waits on it, this is called when it ends."""
@@ -114,7 +115,8 @@ class DirectCalls:
         for waiting in self._waiting.values():
             if waiting.answer is None:
                 waiting.answer = closed
-            waiting.done.set()
+            if waiting.done is not None:
+                waiting.done.set()
         self._waiting = {key: waiting for key, waiting in self._waiting.items() if waiting.on_end is None}
         for on_end in ended:
             on_end(closed)
@@ -183,12 +185,13 @@ class DirectCalls:
         if self._write is None or pending_methods is None:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         request_id, line = self._request_line(tool, arguments, meta)
-        waiting = self._waiting[request_id] = _Waiting(on_progress, on_result)
+        done = anyio.Event()
+        waiting = self._waiting[request_id] = _Waiting(on_progress, on_result, done)
         pending_methods[request_id] = "tools/call"
         self.calls += 1
         try:
             await self._write(line)
-            await waiting.done.wait()
+            await done.wait()
         except anyio.get_cancelled_exc_class():
             await self._cancel(request_id)  # a write cut short may still have reached the upstream
             raise
@@ -240,7 +243,8 @@ class DirectCalls:
             if waiting is None:
                 return False
             waiting.answer = message
-            waiting.done.set()
+            if waiting.done is not None:
+                waiting.done.set()
             result = message.get("result")
             if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
                 waiting.on_result(result, None if line is None else _after_id(line, message.get("id")))

@@ -64,16 +64,19 @@ class FollowedCall:
         if channel is None or client is None or not upstream.connected:
             return False
         self._started = time.perf_counter()
-        deadline = TimerDeadline(upstream.call_timeout, upstream.call_timeout_max, self._expired)
-        in_flight = upstream.router.enter(self._link, deadline)
         tool = self._record.upstream_name
-        sent = channel.send(tool, arguments, meta, in_flight.progressed, self._link.answer, self._ended)
+        sent = channel.send(tool, arguments, meta, self._progressed, self._link.answer, self._ended)
         if sent is None:
-            deadline.cancel()
-            upstream.router.leave(in_flight)
             return False
-        self._sent, self._deadline, self._in_flight, self._client = sent, deadline, in_flight, client
+        # The upstream works meanwhile: nothing it writes is read before this returns.
+        self._deadline = TimerDeadline(upstream.call_timeout, upstream.call_timeout_max, self._expired)
+        self._in_flight = upstream.router.enter(self._link, self._deadline)
+        self._sent, self._client = sent, client
         return True
+
+    async def _progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._in_flight is not None:
+            await self._in_flight.progressed(progress, total, message)
 
     def cancel(self) -> None:
         """The host cancelled the call or went away: the upstream is told at once, nothing answers the host."""
