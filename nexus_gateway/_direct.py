@@ -199,7 +199,7 @@ class DirectCalls:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
         finally:
             self.forget(request_id)
-        return _result_of(waiting.answer)
+        return result_of(waiting.answer)
 
     def cancel_now(self, request_id: int) -> None:
         """Tell the upstream at once (without waiting) that a call `send` wrote is cancelled, so that the
@@ -308,7 +308,8 @@ def _as_id(value: Any) -> int:
     return -1
 
 
-def _result_of(answer: dict[str, Any] | None) -> dict[str, Any]:
+def result_of(answer: dict[str, Any] | None) -> dict[str, Any]:
+    """The `CallToolResult` (wire form) of a tools/call answer message; `MCPError` for an error answer."""
     if answer is None:  # pragma: no cover - `done` is set only with an answer
         raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
     error = answer.get("error")

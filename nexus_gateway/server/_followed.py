@@ -27,6 +27,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from nexus_gateway._deadline import TimerDeadline
+from nexus_gateway._direct import result_of
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.meta.tools import error_result
@@ -98,22 +99,14 @@ class FollowedCall:
 
     def _ended(self, message: dict[str, Any]) -> None:
         """The upstream answered (or its connection closed first)."""
-        error = message.get("error")
-        if not isinstance(error, dict):
-            result = message.get("result")
-            if isinstance(result, dict):
-                self._end(result, None)  # the link's `answer` has written it already
-                return
-            error = {"code": types.INTERNAL_ERROR, "message": "The upstream answered tools/call without a result."}
-        code = error.get("code")
-        exc = MCPError(
-            code=code if isinstance(code, int) else types.INTERNAL_ERROR,
-            message=str(error.get("message", "")),
-            data=error.get("data"),
-        )
-        failure = self._upstream.failed(self._what, exc, self._client)
-        self._end(None, failure)
-        self._finish(error_result(str(failure)))
+        try:
+            result = result_of(message)
+        except MCPError as exc:
+            failure = self._upstream.failed(self._what, exc, self._client)
+            self._end(None, failure)
+            self._finish(error_result(str(failure)))
+            return
+        self._end(result, None)  # the link's `answer` has written it already
 
     def _end(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
         if self._in_flight is None:
