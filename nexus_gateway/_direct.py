@@ -111,15 +111,14 @@ class DirectCalls:
         self._write = self._write_now = None
         self._pending_methods = None
         closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
-        ended = [waiting.on_end for waiting in self._waiting.values() if waiting.on_end is not None]
-        for waiting in self._waiting.values():
+        waiting_calls, self._waiting = list(self._waiting.values()), {}
+        for waiting in waiting_calls:
             if waiting.answer is None:
                 waiting.answer = closed
             if waiting.done is not None:
                 waiting.done.set()
-        self._waiting = {key: waiting for key, waiting in self._waiting.items() if waiting.on_end is None}
-        for on_end in ended:
-            on_end(closed)
+            if waiting.on_end is not None:
+                waiting.on_end(closed)
 
     # -- calls ---------------------------------------------------------------------------------
 

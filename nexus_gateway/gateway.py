@@ -368,7 +368,7 @@ class Gateway:
         meta: dict[str, Any] | None = None,
     ) -> ToolResult:
         started = time.perf_counter()
-        result: ToolResult | None = None
+        result: dict[str, Any] | None = None
         try:
             validate_arguments(record.name, record.input_schema, arguments, key=record.content_hash)
             upstream = self.pool.get(record.server)
@@ -380,7 +380,7 @@ class Gateway:
             self.record_call(record, started, result, sys.exc_info()[1])
 
     def record_call(
-        self, record: ToolRecord, started: float, result: ToolResult | None, error: BaseException | None
+        self, record: ToolRecord, started: float, result: dict[str, Any] | None, error: BaseException | None
     ) -> None:
         """Count a call to `record` that began at `started` (`time.perf_counter`) and ended with `result`
         or `error`, for /metrics and the dashboard."""
@@ -488,7 +488,7 @@ class Gateway:
         raise NexusError(f"Unknown prompt {name!r}.{hint} prompts/list gives the name of every prompt served here.")
 
 
-def _outcome(result: ToolResult | None, error: BaseException | None) -> str:
+def _outcome(result: dict[str, Any] | None, error: BaseException | None) -> str:
     """A call's outcome as /metrics counts it."""
     if isinstance(error, ArgumentsInvalid):
         return "invalid_arguments"
@@ -498,5 +498,4 @@ def _outcome(result: ToolResult | None, error: BaseException | None) -> str:
         return "timeout"
     if error is not None or result is None:
         return "error"
-    is_error = result.get("isError") if isinstance(result, dict) else getattr(result, "is_error", False)
-    return "tool_error" if is_error else "ok"
+    return "tool_error" if result.get("isError") else "ok"
