@@ -233,24 +233,38 @@ class DirectCalls:
             return False
         return await self.claim_message(message, line)
 
+    def claim_answer(self, line: bytes) -> bool:
+        """As `claim`, without waiting, for a line that may be a direct call's answer (what the transport's
+        reader hands over the moment it arrives, `stdio_upstream`); False leaves the line to `claim`."""
+        if not self._waiting or _ID_MARK not in line or len(line) >= _THREAD_PARSE_BYTES:
+            return False
+        try:
+            message = json.loads(line.decode())
+        except ValueError:
+            return False
+        return isinstance(message, dict) and "method" not in message and self._answered(message, line)
+
+    def _answered(self, message: dict[str, Any], line: bytes | bytearray | None) -> bool:
+        waiting = self._waiting.get(_as_id(message.get("id")))
+        if waiting is None:
+            return False
+        waiting.answer = message
+        if waiting.done is not None:
+            waiting.done.set()
+        result = message.get("result")
+        if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
+            waiting.on_result(result, None if line is None else _after_id(line, message.get("id")))
+        if waiting.on_end is not None:
+            self.forget(_as_id(message.get("id")))
+            waiting.on_end(message)
+        return True
+
     async def claim_message(self, message: dict[str, Any], line: bytes | bytearray | None = None) -> bool:
         """As `claim`, for a message already parsed from `line` (or made: the transport's answer to an
         oversized line)."""
         method = message.get("method")
         if method is None:
-            waiting = self._waiting.get(_as_id(message.get("id")))
-            if waiting is None:
-                return False
-            waiting.answer = message
-            if waiting.done is not None:
-                waiting.done.set()
-            result = message.get("result")
-            if waiting.on_result is not None and isinstance(result, dict) and "error" not in message:
-                waiting.on_result(result, None if line is None else _after_id(line, message.get("id")))
-            if waiting.on_end is not None:
-                self.forget(_as_id(message.get("id")))
-                waiting.on_end(message)
-            return True
+            return self._answered(message, line)
         if method == "notifications/message" and self._on_log is not None:
             try:
                 logged = types.LoggingMessageNotificationParams.model_validate(message.get("params"), by_name=False)

@@ -170,8 +170,9 @@ def discard() -> int:
 
 class AdoptedProcess(Process):
     """A `subprocess.Popen` behind anyio's `Process` interface, its stdin and stdout asyncio streams over
-    Unix sockets. `stream_writer` is stdin's `asyncio.StreamWriter`, for the upstream's line writer
-    (`stdio_client._line_writer`), as for a process anyio started."""
+    Unix sockets. `stream_writer` is stdin's `asyncio.StreamWriter` and `stream_reader` stdout's
+    `asyncio.StreamReader`, for the upstream's line writer and early answers (`stdio_client`), as for a
+    process anyio started."""
 
     def __init__(
         self,
@@ -182,6 +183,7 @@ class AdoptedProcess(Process):
     ) -> None:
         self._popen = popen
         self.stream_writer = writer
+        self.stream_reader = reader
         self._stdin = _WriterStream(writer)
         self._stdout = _ReaderStream(reader, source)
 

@@ -40,7 +40,7 @@ def _claim(fd: int, diversion: int) -> int:
 @asynccontextmanager
 async def stdio_pipes(limit: int) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
     """(reader, writer) over the process's stdin and stdout, which must be pipes or sockets
-    (`stdio_are_pipes`); `limit` bounds one line of `reader.readline()`."""
+    (`stdio_are_pipes`); `limit` is the reader's (it holds up to twice that before it stops reading)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     in_fd = _claim(0, devnull)
     out_fd = _claim(1, 2)

@@ -32,7 +32,7 @@ from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
 from nexus_gateway._direct import DirectCalls
-from nexus_gateway._lines import LineFramer, Oversized
+from nexus_gateway._lines import EarlyLines, LineFramer, Oversized
 from nexus_gateway._prelaunch import adopt
 from nexus_gateway._process_group import end_group, spawn
 
@@ -140,16 +140,25 @@ async def stdio_upstream(
         if direct is not None and direct.in_flight:
             await _let_the_sdk_act(read_writer)
 
+    early = _early_answers(process, direct, max_bytes) if direct is not None else None
+
     async def read_stdout(stdout: Any) -> None:
         framer = LineFramer(max_bytes)
         async with read_writer:
             try:
                 while True:
-                    for item in framer.feed(await stdout.receive(_CHUNK)):
+                    if early is not None:
+                        early.waiting(framer)
+                    chunk = await stdout.receive(_CHUNK)
+                    if early is not None:
+                        early.woke()
+                    for item in framer.feed(chunk):
                         await deliver(item)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 pass
             finally:
+                if early is not None:
+                    early.woke()
                 if direct is not None:
                     direct.detach()
         await _drain(stdout)  # the session is gone: keep the pipe empty so the upstream can exit
@@ -202,6 +211,25 @@ async def stdio_upstream(
                 await end_group(process)
                 await _close(process)
             tg.cancel_scope.cancel()
+
+
+def _early_answers(process: Process, direct: DirectCalls, max_bytes: int) -> EarlyLines | None:
+    """A direct call's answer taken from the pipe's callback, the moment the upstream writes it
+    (`EarlyLines`); None when the process's stdout is not an asyncio stream reader."""
+    reader = getattr(getattr(process, "_process", None), "stdout", None) or getattr(process, "stream_reader", None)
+    if not isinstance(reader, asyncio.StreamReader):
+        return None
+
+    def offer(line: bytes) -> bool | None:
+        if len(line) > max_bytes:
+            return None
+        try:
+            return direct.claim_answer(line) or None  # a line it leaves is claimed or passed on as usual
+        except Exception:  # a callback's failure must not end the pipe's reading
+            logger.exception("upstream: answering a direct call failed")
+            return True
+
+    return EarlyLines(reader, offer)
 
 
 def _line_writer(

@@ -148,6 +148,26 @@ async def test_a_sent_call_is_on_the_wire_at_once_and_its_progress_result_and_en
     assert not await direct.claim(compact(answer).encode())  # ended: a second answer is not its
 
 
+async def test_an_answer_line_is_claimed_without_waiting_and_anything_else_is_left_to_claim():
+    direct = DirectCalls("echo")
+    Upstream(direct)
+    early: list[Any] = []
+    request_id = direct.send("echo", {}, None, None, lambda result, rest: early.append(rest) or True, early.append)
+    assert request_id is not None
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": request_id, "progress": 1},
+    }
+    assert not direct.claim_answer(compact(progress).encode() + b"\n")  # a notification: `claim`'s to take
+    assert not direct.claim_answer(b'{"jsonrpc":"2.0","id":1,"result":{}}\n')  # the SDK's own request
+    assert not direct.claim_answer(b'{"jsonrpc":"2.0","id":%d,"result":{' % request_id)  # not JSON
+    assert early == [] and direct.in_flight
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}
+    assert direct.claim_answer(compact(answer).encode() + b"\n")
+    assert early == [b',"result":{"content":[]}}', answer] and not direct.in_flight
+
+
 async def test_a_sent_call_answered_with_an_error_ends_with_it_and_hands_no_result_over():
     direct = DirectCalls("echo")
     Upstream(direct)

@@ -26,12 +26,14 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from nexus_gateway._lines import EarlyLines, LineFramer, Oversized
 from nexus_gateway._stdio_fds import stdio_are_pipes, stdio_pipes
 from nexus_gateway.server._rejects import rejection
 
 logger = logging.getLogger(__name__)
 
 LINE_LIMIT = 64 * 1024 * 1024
+_CHUNK = 1 << 20
 WRITE_HIGH_WATER = 1 << 16
 """Bytes buffered for the host past which a writer waits for the pipe to drain."""
 _CLOSE_WAIT = 5.0
@@ -68,9 +70,10 @@ async def stdio_streams(taker: LineTaker | None = None) -> AsyncIterator[tuple[A
 async def line_streams(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, taker: LineTaker | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """(read_stream, write_stream) for `Server.run`, one JSON-RPC message a line over `reader` and `writer`
-    (whose limit should be `LINE_LIMIT`). The read stream ends when the peer closes its end. `taker`, when
-    given, sees every input line first and may serve it itself."""
+    """(read_stream, write_stream) for `Server.run`, one JSON-RPC message a line over `reader` and `writer`;
+    a line over `LINE_LIMIT` bytes is dropped (not kept) with an error. The read stream ends when the peer
+    closes its end. `taker`, when given, sees every input line first and may serve it itself, from the
+    pipe's callback when the line arrives while nothing else is waiting to be read (`EarlyLines`)."""
 
     def write_now(data: bytes) -> bool:
         """Write one line without waiting; False once the host has closed its end (asyncio raises
@@ -101,40 +104,59 @@ async def line_streams(
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
+    def offer(line: bytes) -> bool | None:
+        """A line as it arrives (`EarlyLines`): to the taker at once, unless the host is slow to read its answers."""
+        assert taker is not None
+        if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+            return None  # read as usual: the reading task waits for the pipe to drain
+        try:
+            return taker.take(line)
+        except Exception:  # as if left: the SDK's server answers it
+            logger.exception("the fast path failed on an input line")
+            return False
+
+    framer = LineFramer(LINE_LIMIT)
+    early = EarlyLines(reader, offer) if taker is not None else None
+
     async def read_lines() -> None:
         async with read_writer:
             while True:
+                if early is not None:
+                    early.waiting(framer)
                 try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError) as exc:
-                    logger.error("dropped an input line longer than %d bytes", LINE_LIMIT)
-                    await read_writer.send(exc)
-                    continue
+                    chunk = await reader.read(_CHUNK)
                 except ConnectionError:
                     return  # the peer reset the connection: as good as EOF
-                if not line:
+                finally:
+                    if early is not None:
+                        early.woke()
+                if not chunk:
                     return  # EOF: the host went away
-                if not line.strip():
-                    continue
-                if taker is not None and taker.take(line):
-                    if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
-                        with suppress(ConnectionError, RuntimeError):
-                            await writer.drain()  # a host slow to read its answers is read more slowly
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValueError as exc:
-                    answer = rejection(line)
-                    if answer is None:
-                        logger.warning("dropped a malformed response from the host")
-                    else:
-                        logger.warning(
-                            "answered an invalid input line (id %r) with error %d", answer.id, answer.error.code
-                        )
-                        await write_line(answer)
-                    await read_writer.send(exc)
-                    continue
-                await read_writer.send(SessionMessage(message))
+                for line in framer.feed(chunk):
+                    await read_line(line, early is not None and early.offered())
+
+    async def read_line(line: bytearray | Oversized, offered: bool) -> None:
+        if isinstance(line, Oversized):
+            logger.error("dropped an input line longer than %d bytes", LINE_LIMIT)
+            await read_writer.send(ValueError(f"an input line of {line.size} bytes is over the limit"))
+            return
+        if taker is not None and not offered and taker.take(bytes(line)):
+            if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+                with suppress(ConnectionError, RuntimeError):
+                    await writer.drain()  # a host slow to read its answers is read more slowly
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:
+            answer = rejection(bytes(line))
+            if answer is None:
+                logger.warning("dropped a malformed response from the host")
+            else:
+                logger.warning("answered an invalid input line (id %r) with error %d", answer.id, answer.error.code)
+                await write_line(answer)
+            await read_writer.send(exc)
+            return
+        await read_writer.send(SessionMessage(message))
 
     async def write_lines() -> None:
         async with write_reader:
