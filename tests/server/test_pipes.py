@@ -88,3 +88,37 @@ async def test_a_host_that_hangs_up_mid_request_lets_the_gateway_exit_quietly(tm
             stderr = b"".join([chunk async for chunk in proc.stderr]).decode(errors="replace")
     assert code == 0, stderr
     assert "Traceback" not in stderr and "ExceptionGroup" not in stderr, stderr
+
+
+async def test_a_line_over_the_limit_is_dropped_and_the_next_request_is_answered(tmp_path: Path):
+    """A host line over `LINE_LIMIT` (64 MiB) is dropped with an error in the log; the session goes on."""
+    config = write_config(tmp_path, {}, mode="routed")
+    huge = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"pad": "' + b"x" * (65 << 20) + b'"}}'
+    head = [json.dumps(INITIALIZE).encode(), b'{"jsonrpc": "2.0", "method": "notifications/initialized"}']
+    after = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}\n'
+    replies: list[dict[str, Any]] = []
+    with anyio.fail_after(60):
+        async with await anyio.open_process(
+            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)]
+        ) as proc:
+            assert proc.stdin and proc.stdout and proc.stderr
+            async with anyio.create_task_group() as tg:
+
+                async def send() -> None:
+                    assert proc.stdin
+                    await proc.stdin.send(b"\n".join([*head, huge]) + b"\n" + after)
+
+                tg.start_soon(send)  # the gateway reads while this writes: 65 MiB do not fit a pipe
+                buffered = b""
+                async for chunk in proc.stdout:
+                    buffered += chunk
+                    *complete, buffered = buffered.split(b"\n")
+                    replies.extend(json.loads(line) for line in complete if line)
+                    if any(reply.get("id") == 7 for reply in replies):
+                        break
+            await proc.stdin.aclose()
+            assert await proc.wait() == 0
+            stderr = b"".join([chunk async for chunk in proc.stderr]).decode(errors="replace")
+    assert [reply.get("id") for reply in replies] == [1, 7]  # nothing answers the dropped line
+    assert "tools" in replies[1]["result"]
+    assert "dropped an input line longer than" in stderr, stderr
