@@ -5,7 +5,9 @@ Every proxy fronts the same echo upstream over stdio and is called with the offi
 - cold start: from launching the proxy to the answer of its first tools/list, then its RSS (the proxy process
   alone, the upstream not counted); `cold_starts` times each, round-robin, the median reported;
 - latency: `rounds` rounds; each round visits every path (direct stdio first among them, the order rotated each
-  round) for `calls` sequential calls, so every path sees the same machine load. Added latency is a path's
+  round) for `calls` sequential calls, so every path sees the same machine load (`interleave="calls"`: one call
+  on each path in turn instead, so that the paths sample the same moments, every call after calls on the others,
+  as a host's sporadic calls come). Added latency is a path's
   percentile minus the direct path's. CPU per call: the proxy's process tree (upstreams excluded), user + system;
 - throughput: calls/s with 1, 4, 16... concurrent clients (over http each its own session; over stdio, concurrent
   requests on the one session a stdio host has), the paths again interleaved.
@@ -30,7 +32,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
@@ -41,6 +43,8 @@ from nexus_gateway.bench.peers import Missing, Proxy, Transport, nexus, resolve,
 
 UPSTREAM = [sys.executable, str(Path(__file__).resolve().parent / "echo_server.py")]
 """The echo server run as a script: importing it here would configure the SDK's logging in this process."""
+Interleave = Literal["rounds", "calls"]
+"""How the latency phase alternates the paths: blocks of `calls` calls per path each round, or call by call."""
 START_TIMEOUT = 120.0
 """Seconds a proxy may take to start, and any one request to answer."""
 CALL = {"text": "ping"}
@@ -217,17 +221,28 @@ async def _cold_starts(bench: Bench, paths: list[Route], repeats: int) -> None:
             path.rss_mb.extend(fresh.rss_mb)
 
 
-async def _latency(paths: list[Route], rounds: int, calls: int, warmup: int) -> None:
+async def _latency(paths: list[Route], rounds: int, calls: int, warmup: int, interleave: Interleave = "rounds") -> None:
     for path in paths:
         for _ in range(warmup):
             await _call(path.client, path.tool)
     for round_ in range(rounds):
         shift = round_ % len(paths)
-        for path in paths[shift:] + paths[:shift]:
-            cpu = _cpu_seconds(path.process)
-            for _ in range(calls):
+        order = paths[shift:] + paths[:shift]
+        if interleave == "rounds":
+            for path in order:
+                cpu = _cpu_seconds(path.process)
+                for _ in range(calls):
+                    path.samples.append(await _call(path.client, path.tool))
+                path.cpu_s += _cpu_seconds(path.process) - cpu
+            continue
+        # "calls": one call on each path in turn, so every path's calls sample the same moments; a proxy's CPU
+        # is counted over the round (it idles while the others are called).
+        cpu_before = [_cpu_seconds(path.process) for path in order]
+        for _ in range(calls):
+            for path in order:
                 path.samples.append(await _call(path.client, path.tool))
-            path.cpu_s += _cpu_seconds(path.process) - cpu
+        for path, before in zip(order, cpu_before, strict=True):
+            path.cpu_s += _cpu_seconds(path.process) - before
 
 
 async def _throughput(stack: AsyncExitStack, paths: list[Route], levels: Sequence[int], calls: int) -> None:
@@ -284,6 +299,7 @@ async def run_proxy_bench(
     throughput_calls: int = 320,
     cold_starts: int = 3,
     extra_path: Sequence[str] = (),
+    interleave: Interleave = "rounds",
 ) -> dict[str, Any]:
     proxies: list[Proxy] = [nexus(transport) for transport in transports]
     notes: list[str] = []
@@ -309,7 +325,7 @@ async def run_proxy_bench(
                         raise
                     notes.append(f"{proxy.name} ({proxy.transport}): did not start: {exc}")
             await _cold_starts(bench, paths, cold_starts - 1)
-            await _latency(paths, rounds, calls, warmup)
+            await _latency(paths, rounds, calls, warmup, interleave)
             await _throughput(stack, paths, concurrency, throughput_calls)
     measured = rounds * calls
     rows = [_row(path, direct, measured) for path in paths[1:]]
@@ -326,6 +342,7 @@ async def run_proxy_bench(
         "transport": first["transport"],
         "rounds": rounds,
         "calls_per_round": calls,
+        "interleave": interleave,
         "direct": {
             "ms_p50": round(direct_p50, 4),
             "ms_p99": round(direct_p99, 4),

@@ -44,6 +44,9 @@ def proxy(
     peer_path: Annotated[
         list[str], typer.Option(help="A directory to look for peers (and node) in, besides PATH.")
     ] = [],  # noqa: B006
+    interleave: Annotated[
+        str, typer.Option(help="rounds: blocks of --calls per proxy each round; calls: one call per proxy in turn.")
+    ] = "rounds",
 ) -> None:
     """Latency, CPU per call, calls/s, cold start and RSS of nexus-gateway (passthrough) and its peers, each in
     front of the same echo upstream, against that upstream called directly over stdio."""
@@ -59,6 +62,8 @@ def proxy(
         levels = [int(item) for item in concurrency.split(",") if item.strip()]
     except ValueError:
         raise typer.BadParameter("a comma-separated list of numbers, e.g. 1,4,16", param_hint="--concurrency") from None
+    if interleave not in ("rounds", "calls"):
+        raise typer.BadParameter("rounds or calls", param_hint="--interleave")
     result = run(
         transports=chosen or ["stdio"],
         peers=peer,
@@ -69,6 +74,7 @@ def proxy(
         throughput_calls=throughput_calls,
         cold_starts=cold_starts,
         extra_path=peer_path,
+        interleave=interleave,
     )
     text = json.dumps(result, indent=2)
     if json_out:
