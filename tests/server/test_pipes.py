@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.text import TextReceiveStream
 
 from nexus_gateway.server._rejects import rejection
 from tests.conftest import ROOT, write_config
@@ -33,24 +32,30 @@ BAD_LINES = [
 EXPECTED = {None: [-32700, -32600], "bad-params": [-32600], 3: [-32600], 4: [-32600], 6: [-32602]}
 
 
+async def replies_until(stdout: Any, request_id: int) -> list[dict[str, Any]]:
+    """The gateway's output lines, parsed, up to and including the answer to `request_id`."""
+    replies: list[dict[str, Any]] = []
+    buffered = b""
+    async for chunk in stdout:
+        buffered += chunk
+        *complete, buffered = buffered.split(b"\n")
+        replies.extend(json.loads(line) for line in complete if line)
+        if any(reply.get("id") == request_id for reply in replies):
+            break
+    return replies
+
+
 async def test_invalid_lines_get_one_error_each_and_the_gateway_keeps_serving(tmp_path: Path):
     config = write_config(tmp_path, {}, mode="routed")
     lines = [json.dumps(INITIALIZE), '{"jsonrpc": "2.0", "method": "notifications/initialized"}', *BAD_LINES]
     lines.append('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
-    replies: list[dict[str, Any]] = []
     with anyio.fail_after(40):
         async with await anyio.open_process(
             [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)], stderr=None
         ) as proc:
             assert proc.stdin and proc.stdout
             await proc.stdin.send(("\n".join(lines) + "\n").encode())
-            buffered = ""
-            async for chunk in TextReceiveStream(proc.stdout):
-                buffered += chunk
-                *complete, buffered = buffered.split("\n")
-                replies.extend(json.loads(line) for line in complete if line)
-                if any(reply.get("id") == 7 for reply in replies):
-                    break
+            replies = await replies_until(proc.stdout, 7)
             await proc.stdin.aclose()
             assert await proc.wait() == 0
     errors: dict[Any, list[int]] = {}
@@ -96,7 +101,6 @@ async def test_a_line_over_the_limit_is_dropped_and_the_next_request_is_answered
     huge = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"pad": "' + b"x" * (65 << 20) + b'"}}'
     head = [json.dumps(INITIALIZE).encode(), b'{"jsonrpc": "2.0", "method": "notifications/initialized"}']
     after = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}\n'
-    replies: list[dict[str, Any]] = []
     with anyio.fail_after(60):
         async with await anyio.open_process(
             [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)]
@@ -109,13 +113,7 @@ async def test_a_line_over_the_limit_is_dropped_and_the_next_request_is_answered
                     await proc.stdin.send(b"\n".join([*head, huge]) + b"\n" + after)
 
                 tg.start_soon(send)  # the gateway reads while this writes: 65 MiB do not fit a pipe
-                buffered = b""
-                async for chunk in proc.stdout:
-                    buffered += chunk
-                    *complete, buffered = buffered.split(b"\n")
-                    replies.extend(json.loads(line) for line in complete if line)
-                    if any(reply.get("id") == 7 for reply in replies):
-                        break
+                replies = await replies_until(proc.stdout, 7)
             await proc.stdin.aclose()
             assert await proc.wait() == 0
             stderr = b"".join([chunk async for chunk in proc.stderr]).decode(errors="replace")
