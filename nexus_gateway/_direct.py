@@ -23,7 +23,6 @@ that only expect numbers are served alike.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -35,6 +34,8 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+
+from nexus_gateway import _json
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +57,6 @@ Answered = Callable[[dict[str, Any], bytes | None], bool]
 Ended = Callable[[dict[str, Any]], None]
 """Handed a sent call's whole answer message (a result or an error; CONNECTION_CLOSED when the transport
 ends first), once, after `Answered`."""
-compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""JSON as the gateway writes protocol lines (`json.dumps` with these arguments, without building an encoder
-each time); the stdio fast path writes with it too."""
 
 
 @dataclass
@@ -134,8 +132,7 @@ class DirectCalls:
         request_id = self._next_id()
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
         params["_meta"] = {**(meta or {}), "progressToken": request_id}
-        line = compact_json({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
-        return request_id, line.encode() + b"\n"
+        return request_id, _json.line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
     def send(
         self,
@@ -224,9 +221,9 @@ class DirectCalls:
             return False
         try:
             if len(line) >= _THREAD_PARSE_BYTES:
-                message = await anyio.to_thread.run_sync(json.loads, line)
+                message = await anyio.to_thread.run_sync(_json.loads, line)
             else:
-                message = json.loads(line.decode())  # str: no encoding to detect (stdio is UTF-8)
+                message = _json.loads(line)
         except ValueError:
             return False
         if not isinstance(message, dict):
@@ -239,7 +236,7 @@ class DirectCalls:
         if not self._waiting or _ID_MARK not in line or len(line) >= _THREAD_PARSE_BYTES:
             return False
         try:
-            message = json.loads(line.decode())
+            message = _json.loads(line)
         except ValueError:
             return False
         return isinstance(message, dict) and "method" not in message and self._answered(message, line)
@@ -293,7 +290,7 @@ class DirectCalls:
 
 def _cancel_line(request_id: int) -> bytes:
     params = {"requestId": request_id, "reason": "The gateway's caller cancelled the call."}
-    return compact_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode() + b"\n"
+    return _json.line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
 
 
 def _after_id(line: bytes | bytearray, request_id: Any) -> bytes | None:

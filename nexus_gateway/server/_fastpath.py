@@ -34,7 +34,6 @@ the SDK's serializer gives them on the same era: `resultType` and the `serverInf
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -46,7 +45,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
 
-from nexus_gateway._direct import compact_json
+from nexus_gateway import _json
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway, ToolResult
 from nexus_gateway.meta import definitions
@@ -75,10 +74,6 @@ _ASKING = ("sampling", "elicitation", "roots")
 
 
 _RESULT_OPEN = b',"result":{'
-
-
-def _dumps(message: dict[str, Any]) -> bytes:
-    return compact_json(message).encode() + b"\n"
 
 
 @dataclass(frozen=True)
@@ -164,7 +159,7 @@ class StdioFastPath:
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self._write is not None:
-            await self._write(_dumps({"jsonrpc": "2.0", "method": method, "params": params}))
+            await self._write(_json.line({"jsonrpc": "2.0", "method": method, "params": params}))
 
     # -- lines ---------------------------------------------------------------------------------
 
@@ -174,7 +169,7 @@ class StdioFastPath:
             self._settle_era(line)
             return False
         try:
-            message = json.loads(line.decode())  # str: no encoding to detect (stdio is UTF-8)
+            message = _json.loads(line)
         except ValueError:
             return False
         if not isinstance(message, dict) or not isinstance(method := message.get("method"), str):
@@ -219,7 +214,7 @@ class StdioFastPath:
     def _settle_era(self, line: bytes) -> None:
         if self._era is None and b'"method"' in line and b'"id"' in line:
             try:
-                message = json.loads(line)
+                message = _json.loads(line)
             except ValueError:
                 return
             if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
@@ -294,7 +289,7 @@ class StdioFastPath:
             return False
         line = self._spliced(request_id, result, rest) if rest is not None and isinstance(result, dict) else None
         if line is None:
-            line = _dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)})
+            line = _json.line({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)})
         written = self._write_now(line)
         self.served += written
         return written
@@ -304,7 +299,7 @@ class StdioFastPath:
         2026-07-28 era spliced in; None when the result needs more than that."""
         if "resultType" in result:
             return None
-        head = b'{"jsonrpc":"2.0","id":' + compact_json(request_id).encode()
+        head = b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id)
         if self._era == "legacy":
             return head + rest + b"\n"
         if "_meta" in result or not result or not rest.startswith(_RESULT_OPEN):
@@ -326,7 +321,7 @@ class StdioFastPath:
 
     @functools.cached_property
     def _stamp_json(self) -> bytes:
-        return compact_json({types.SERVER_INFO_META_KEY: self._stamp}).encode()
+        return _json.dumps({types.SERVER_INFO_META_KEY: self._stamp})
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -342,7 +337,7 @@ class StdioFastPath:
             logger.exception("a fast-path call failed")
             error = {"code": types.INTERNAL_ERROR, "message": f"The call failed: {exc}"}
             if self._write is not None:
-                await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
+                await self._write(_json.line({"jsonrpc": "2.0", "id": request_id, "error": error}))
             return
         finally:
             asked = self._calls.pop(request_id, None) is not None  # False once answered early or cancelled
@@ -352,7 +347,7 @@ class StdioFastPath:
             await self._write(b"")  # answered early (without waiting): wait here while the host is slow to read
             return
         self.served += 1
-        await self._write(_dumps({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)}))
+        await self._write(_json.line({"jsonrpc": "2.0", "id": request_id, "result": self._wire_result(result)}))
 
     def _wire_result(self, result: Any) -> dict[str, Any]:
         if isinstance(result, BaseModel):
