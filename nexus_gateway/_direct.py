@@ -45,6 +45,7 @@ _ID_MARK = str(_FIRST_ID)[:7].encode()
 """Every direct id starts with these digits: a line without them answers no direct call."""
 _LOG_MARK = b'"notifications/message"'
 _THREAD_PARSE_BYTES = 1 << 20
+_BLANK = b" \t\r\n"
 _CANCEL_WRITE_TIMEOUT = 2.0
 
 Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -299,10 +300,13 @@ def _after_id(line: bytes | bytearray, request_id: Any) -> bytes | None:
     None for a line written any other way."""
     if not isinstance(request_id, int):
         return None
-    head = b'{"jsonrpc":"2.0","id":%d' % request_id
-    if not line.startswith(head) or line[len(head) : len(head) + 1] != b",":
+    head = b'{"jsonrpc":"2.0","id":%d,' % request_id
+    if not line.startswith(head):
         return None
-    return bytes(line[len(head) :]).rstrip()
+    end = len(line)
+    while end and line[end - 1] in _BLANK:
+        end -= 1
+    return bytes(line[len(head) - 1 : end])
 
 
 def _is_number(value: Any) -> bool:

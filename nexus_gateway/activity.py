@@ -43,14 +43,15 @@ class Activity:
     """The last `keep` calls and runs, newest first when read."""
 
     def __init__(self, keep: int = KEEP) -> None:
-        self._calls: deque[CallEntry] = deque(maxlen=keep)
+        self._calls: deque[tuple[float, str, str, str, float, str | None]] = deque(maxlen=keep)
+        """As recorded (an entry is built when read: recording is on every proxied call's path)."""
         self._runs: deque[RunEntry] = deque(maxlen=keep)
 
     def record_call(
         self, tool: str, server: str, outcome: str, seconds: float, error: BaseException | None = None
     ) -> None:
         message = None if error is None else (str(error) or type(error).__name__)
-        self._calls.append(CallEntry(time.time(), tool, server, outcome, round(seconds * 1000, 2), message))
+        self._calls.append((time.time(), tool, server, outcome, seconds, message))
 
     def record_run(self, request: str, result: Any, seconds: float) -> None:
         """`result`: what `run` answered (a `CallToolResult` or its wire form); its structured content holds
@@ -64,7 +65,10 @@ class Activity:
         )
 
     def calls(self) -> list[CallEntry]:
-        return list(reversed(self._calls))
+        return [
+            CallEntry(at, tool, server, outcome, round(seconds * 1000, 2), message)
+            for at, tool, server, outcome, seconds, message in reversed(self._calls)
+        ]
 
     def runs(self) -> list[RunEntry]:
         return list(reversed(self._runs))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -12,17 +14,16 @@ _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 class Metrics:
     calls: defaultdict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     """(server, outcome) -> count; outcome is ok, tool_error, invalid_arguments, unavailable, timeout or error."""
-    seconds: defaultdict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0] * len(_BUCKETS)))
+    seconds: defaultdict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0] * (len(_BUCKETS) + 1)))
+    """server -> calls by the first bucket bound at or above their latency (the last: above every bound);
+    `render` sums them into Prometheus's cumulative buckets."""
     seconds_sum: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     searches: int = 0
 
     def observe_call(self, server: str, outcome: str, elapsed: float) -> None:
         self.calls[(server, outcome)] += 1
         self.seconds_sum[server] += elapsed
-        buckets = self.seconds[server]
-        for i, bound in enumerate(_BUCKETS):
-            if elapsed <= bound:
-                buckets[i] += 1
+        self.seconds[server][bisect_left(_BUCKETS, elapsed)] += 1
 
     def render(self, upstream_up: dict[str, bool], tools: int) -> str:
         lines = [
@@ -48,7 +49,7 @@ class Metrics:
             total = sum(count for (name, _), count in self.calls.items() if name == server)
             lines += [
                 f'nexus_tool_call_seconds_bucket{{server="{server}",le="{b}"}} {n}'
-                for b, n in zip(_BUCKETS, buckets, strict=True)
+                for b, n in zip(_BUCKETS, itertools.accumulate(buckets), strict=False)
             ]
             lines += [
                 f'nexus_tool_call_seconds_bucket{{server="{server}",le="+Inf"}} {total}',

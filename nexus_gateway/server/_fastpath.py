@@ -37,8 +37,7 @@ import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
@@ -76,8 +75,7 @@ _ASKING = ("sampling", "elicitation", "roots")
 _RESULT_OPEN = b',"result":{'
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):
     """An upstream tool a fast call reaches, and the arguments it gets."""
 
     record: ToolRecord
