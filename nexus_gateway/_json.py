@@ -1,17 +1,19 @@
 """JSON on the hot path: orjson's speed, the standard library's answers.
 
 A proxied call parses two lines and writes two; with the standard library that was about a fifth of
-the gateway's time per call (a `JSONEncoder` is rebuilt for every `encode`, even for an int). orjson
+the gateway's time per call (`json` builds its C encoder anew on every `encode`, even for an int). orjson
 does the same work in a quarter of the time or less, but it answers differently at a few edges. Where
 it would, these functions give what `json` gives:
 
 - integers past 64 bits: orjson reads them as floats (a silent change of value) and refuses to write
   them; a line with a run of 19 digits is read by `json`, and an object orjson refuses is written by it;
-- `NaN`, `Infinity`, lone surrogates, keys that are not strings: orjson refuses them; `json` takes them;
+- `NaN`, `Infinity`, lone surrogates, keys that are not strings: orjson refuses to read them; `json`
+  reads them;
 - bytes that are not UTF-8: both refuse (`ValueError`, as `json.loads(data.decode())` raises).
 
 `dumps` writes what `json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()` writes, up to
-the spelling of floats (both give the shortest form that reads back the same number).
+the spelling of floats (both give the shortest form that reads back the same number), except that `NaN` and
+the infinities, which are not JSON, are written as `null`, as the SDK writes them (pydantic) on the slow path.
 """
 
 from __future__ import annotations
