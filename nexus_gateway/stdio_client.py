@@ -32,6 +32,7 @@ from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
 from nexus_gateway._direct import DirectCalls
+from nexus_gateway._exit import exited
 from nexus_gateway._lines import EarlyLines, LineFramer, Oversized
 from nexus_gateway._prelaunch import adopt
 from nexus_gateway._process_group import end_group, spawn
@@ -180,10 +181,9 @@ async def stdio_upstream(
             writer_done.set()
 
     async def watch_exit(reading: anyio.CancelScope) -> None:
-        # stdout ends when the upstream exits, unless something it started holds the pipe open.
-        # Polled: asyncio's process.wait() also waits for that pipe.
-        while process.returncode is None:  # noqa: ASYNC110
-            await anyio.sleep(_EXIT_POLL)
+        # stdout ends when the upstream exits, unless something it started holds the pipe open
+        # (asyncio's process.wait() also waits for that pipe): `exited` watches the process itself.
+        await exited(process, _EXIT_POLL)
         await anyio.sleep(_EXIT_POLL)  # let the reader take what the upstream wrote last
         reading.cancel()
 
