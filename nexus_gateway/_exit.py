@@ -1,10 +1,10 @@
 """Noticing that an upstream process has exited, without waking up to ask.
 
 `stdio_client` must notice an upstream's exit on its own: its stdout may stay open after it exits
-(something it started holds the pipe), and asyncio's `process.wait()` waits for that pipe too. Asking
-`returncode` four times a second per upstream kept an idle gateway with 44 upstreams waking 176 times
-a second. On Linux (5.3 and later) a pidfd becomes readable when the process exits, so the event loop
-wakes once, at the exit; elsewhere `exited` asks every `poll` seconds, as before.
+(something it started holds the pipe), and asyncio's `process.wait()` waits for that pipe too. It asked
+`returncode` four times a second per upstream (176 checks a second for 44 idle upstreams). On Linux (5.3 and
+later) a pidfd becomes readable when the process exits, so the event loop wakes once, at the exit;
+elsewhere `exited` asks every `poll` seconds, as before.
 """
 
 from __future__ import annotations
