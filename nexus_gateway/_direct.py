@@ -45,7 +45,6 @@ _ID_MARK = str(_FIRST_ID)[:7].encode()
 """Every direct id starts with these digits: a line without them answers no direct call."""
 _LOG_MARK = b'"notifications/message"'
 _THREAD_PARSE_BYTES = 1 << 20
-_BLANK = b" \t\r\n"
 _CANCEL_WRITE_TIMEOUT = 2.0
 
 Progressed = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -303,10 +302,7 @@ def _after_id(line: bytes | bytearray, request_id: Any) -> bytes | None:
     head = b'{"jsonrpc":"2.0","id":%d,' % request_id
     if not line.startswith(head):
         return None
-    end = len(line)
-    while end and line[end - 1] in _BLANK:
-        end -= 1
-    return bytes(line[len(head) - 1 : end])
+    return bytes(line[len(head) - 1 :].rstrip())
 
 
 def _is_number(value: Any) -> bool:
