@@ -10,7 +10,8 @@ Every proxy fronts the same echo upstream over stdio and is called with the offi
   as a host's sporadic calls come). Added latency is a path's
   percentile minus the direct path's. CPU per call: the proxy's process tree (upstreams excluded), user + system;
 - throughput: calls/s with 1, 4, 16... concurrent clients (over http each its own session; over stdio, concurrent
-  requests on the one session a stdio host has), the paths again interleaved.
+  requests on the one session a stdio host has), `throughput_calls` per path and level spread over the same
+  `rounds`, the paths again visited in turn.
 
 The top-level keys are nexus-gateway over the first transport asked for (`direct_ms_p50`, `gateway_ms_p50`,
 `direct_ms_p99`, `gateway_ms_p99`, `calls`, `overhead_ms_p50`, `transport`); `nexus` and `peers` hold one row per
@@ -245,28 +246,44 @@ async def _latency(paths: list[Route], rounds: int, calls: int, warmup: int, int
             path.cpu_s += _cpu_seconds(path.process) - before
 
 
-async def _throughput(stack: AsyncExitStack, paths: list[Route], levels: Sequence[int], calls: int) -> None:
-    """calls/s with each level of concurrent clients; `calls` calls in all at each level."""
+async def _throughput(
+    stack: AsyncExitStack, paths: list[Route], levels: Sequence[int], calls: int, rounds: int = 1
+) -> None:
+    """calls/s with each level of concurrent clients: about `calls` calls per path at each level, spread over
+    `rounds` rounds that visit every path in turn (the order rotated each round), so that a burst of load on
+    the machine falls on every path alike; a path's calls/s is all its calls over all its time."""
     extra: dict[str, list[Client]] = {path.label: [] for path in paths}
     for level in levels:
+        clients: dict[str, list[Client]] = {}
         for path in paths:
-            clients = [path.client] * level
+            clients[path.label] = [path.client] * level
             if path.url is not None:
                 sessions = extra[path.label]
                 while len(sessions) < level - 1:
                     sessions.append(await stack.enter_async_context(_client(path.url)))
-                clients = [path.client, *sessions[: level - 1]]
-            share = max(1, calls // level)
+                clients[path.label] = [path.client, *sessions[: level - 1]]
+        share = max(1, calls // (level * rounds))  # calls per client per round
+        elapsed = dict.fromkeys(clients, 0.0)
+        for round_ in range(rounds):
+            shift = round_ % len(paths)
+            for path in paths[shift:] + paths[:shift]:
+                elapsed[path.label] += await _burst(clients[path.label], path.tool, share)
+        for path in paths:
+            path.calls_per_s[str(level)] = round(share * level * rounds / elapsed[path.label], 1)
 
-            async def worker(client: Client, tool: str = path.tool, share: int = share) -> None:
-                for _ in range(share):
-                    await _call(client, tool)
 
-            started = time.perf_counter()
-            async with anyio.create_task_group() as tg:
-                for client in clients:
-                    tg.start_soon(worker, client)
-            path.calls_per_s[str(level)] = round(share * level / (time.perf_counter() - started), 1)
+async def _burst(clients: list[Client], tool: str, share: int) -> float:
+    """Seconds for every client to make `share` sequential calls, all clients at once."""
+
+    async def worker(client: Client) -> None:
+        for _ in range(share):
+            await _call(client, tool)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for client in clients:
+            tg.start_soon(worker, client)
+    return time.perf_counter() - started
 
 
 def _row(path: Route, direct: Route, calls_total: int) -> dict[str, Any]:
@@ -326,7 +343,7 @@ async def run_proxy_bench(
                     notes.append(f"{proxy.name} ({proxy.transport}): did not start: {exc}")
             await _cold_starts(bench, paths, cold_starts - 1)
             await _latency(paths, rounds, calls, warmup, interleave)
-            await _throughput(stack, paths, concurrency, throughput_calls)
+            await _throughput(stack, paths, concurrency, throughput_calls, rounds)
     measured = rounds * calls
     rows = [_row(path, direct, measured) for path in paths[1:]]
     ours = [row for row in rows if row["name"] == "nexus-gateway"]

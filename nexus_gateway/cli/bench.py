@@ -39,7 +39,9 @@ def proxy(
     calls: Annotated[int, typer.Option(min=1, help="Measured calls per proxy per round.")] = 100,
     warmup: Annotated[int, typer.Option(min=0, help="Unmeasured calls per proxy first.")] = 20,
     concurrency: Annotated[str, typer.Option(help="Concurrent clients for calls/s, comma-separated.")] = "1,4,16",
-    throughput_calls: Annotated[int, typer.Option(min=1, help="Calls per proxy at each concurrency.")] = 320,
+    throughput_calls: Annotated[
+        int, typer.Option(min=1, help="Calls per proxy at each concurrency, spread over the rounds.")
+    ] = 320,
     cold_starts: Annotated[int, typer.Option(min=1, help="Cold starts per proxy (the median is reported).")] = 3,
     peer_path: Annotated[
         list[str], typer.Option(help="A directory to look for peers (and node) in, besides PATH.")

@@ -1,12 +1,13 @@
-"""`bench proxy`'s latency phase: how it alternates the paths, in both interleavings."""
+"""`bench proxy`'s latency phase (how it alternates the paths, in both interleavings) and its throughput phase."""
 
+from contextlib import AsyncExitStack
 from types import SimpleNamespace
 from typing import Any
 
 import psutil
 import pytest
 
-from nexus_gateway.bench.proxy import Route, _latency
+from nexus_gateway.bench.proxy import Route, _latency, _throughput
 
 pytestmark = pytest.mark.anyio
 
@@ -44,3 +45,16 @@ async def test_interleaving_by_calls_takes_one_call_on_each_path_in_turn():
     assert measured == ["direct", "a", "b", "direct", "a", "b", "a", "b", "direct", "a", "b", "direct"]
     assert [len(path.samples) for path in paths] == [4, 4, 4]
     assert all(path.cpu_s >= 0 for path in paths)
+
+
+async def test_throughput_spreads_each_level_over_rounds_visiting_the_paths_in_turn():
+    calls: list[str] = []
+    paths = _paths(calls)
+    async with AsyncExitStack() as stack:
+        await _throughput(stack, paths, levels=[1, 2], calls=4, rounds=2)
+    level_1, level_2 = calls[:12], calls[12:]
+    assert level_1 == ["direct"] * 2 + ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2 + ["direct"] * 2
+    assert level_2 == ["direct"] * 2 + ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2 + ["direct"] * 2
+    for path in paths:
+        assert set(path.calls_per_s) == {"1", "2"}
+        assert all(rate > 0 for rate in path.calls_per_s.values())
