@@ -136,6 +136,7 @@ class Gateway:
         self._last_mode: str | None = None
         self._ready = False
         self._starts_settled = False
+        self._warm = anyio.Event()
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
         self.metrics = Metrics()
         self.activity = Activity()
@@ -165,9 +166,17 @@ class Gateway:
         upstreams and from this event loop. A search before then indexes at once."""
         await self.pool.wait_settled()
         self._starts_settled = True
-        if self.mode == "routed":
-            await self._load_retriever()
-            self.indexer.request()
+        try:
+            if self.mode == "routed":
+                await self._load_retriever()
+                self.indexer.request()
+        finally:
+            self._warm.set()
+
+    async def wait_warm(self) -> None:
+        """Wait until start-up's work is done: every upstream's first start has ended and, routed, the embedder
+        is loaded (the index may still be building)."""
+        await self._warm.wait()
 
     async def _load_retriever(self) -> None:
         """Build the retriever (embedder, saved index) in a worker thread, once."""

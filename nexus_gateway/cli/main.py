@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from nexus_gateway import __version__
+from nexus_gateway import __version__, _heap
 from nexus_gateway._prelaunch import discard, first_launches, prelaunch
 from nexus_gateway.cli import bench, evals, import_claude, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
@@ -110,6 +110,7 @@ def serve(
     async def main() -> None:
         async with Gateway(cfg) as gateway:
             gateway.start_soon(partial(discard_unadopted, gateway), name="prelaunch-discard")
+            gateway.start_soon(partial(_heap.settle_after, gateway.wait_warm), name="settle-heap")
             if (cfg.nexus.watch if watch is None else watch) and cfg.path is not None:
                 gateway.start_soon(ConfigWatcher(gateway, cfg.path, load).run, name="config-watcher")
             if transport == "stdio":

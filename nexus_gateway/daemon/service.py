@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from nexus_gateway import __version__, preamble
+from nexus_gateway import __version__, _heap, preamble
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.daemon.locate import DaemonFiles, DaemonInfo
 from nexus_gateway.errors import DaemonRunning
@@ -89,6 +89,7 @@ class Daemon:
         try:
             async with Gateway(self.config) as gateway, anyio.create_task_group() as tg:
                 self._gateway = gateway
+                tg.start_soon(_heap.settle_after, gateway.wait_warm)
                 controls = {preamble.STATUS: self._status, preamble.STOP: self._stop_soon}
                 self._front = UnixFront(gateway, files.socket, controls=controls)
                 await tg.start(self._front.serve)
