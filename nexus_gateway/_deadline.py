@@ -116,11 +116,11 @@ class TimerDeadline:
         """The call is over: it never runs out."""
         if not self._over:
             self._over = True
-            self._sweep.deadlines.discard(self)
+            self._sweep.forget(self)
 
     def progressed(self) -> None:
         if not self._over and not self._paused:
-            self.at = min(self._sweep.loop.time() + self.idle, self._hard_at)  # later: the timer need not move
+            self._move()  # later than before: the shared timer stays where it is
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -163,6 +163,9 @@ class _Sweep:
         self.deadlines.add(deadline)
         if deadline.at < self._armed_at:
             self._arm(deadline.at)
+
+    def forget(self, deadline: TimerDeadline) -> None:
+        self.deadlines.discard(deadline)
 
     def _arm(self, at: float) -> None:
         if self._timer is not None:
