@@ -25,7 +25,11 @@ import mcp_types as types
 
 from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import Catalog, ToolRecord
+from nexus_gateway.catalog.naming import item_name
+from nexus_gateway.catalog.pins import PinStore
+from nexus_gateway.catalog.validation import validate_arguments
 from nexus_gateway.config import GatewayConfig, NexusSettings, ServerSpec, default_state_dir
+from nexus_gateway.config.switches import ServerSwitches
 from nexus_gateway.errors import (
     ArgumentsInvalid,
     NexusError,
@@ -36,15 +40,11 @@ from nexus_gateway.errors import (
 )
 from nexus_gateway.indexing import BackgroundIndexer
 from nexus_gateway.metrics import Metrics
-from nexus_gateway.naming import item_name
-from nexus_gateway.pins import PinStore
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever
-from nexus_gateway.switches import ServerSwitches
-from nexus_gateway.upstream import OpenTransport, Upstream, UpstreamPool
-from nexus_gateway.upstream_callbacks import HostLink
-from nexus_gateway.validation import validate_arguments
+from nexus_gateway.upstreams.callbacks import HostLink
+from nexus_gateway.upstreams.pool import OpenTransport, Upstream, UpstreamPool
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server.app import build_server
-from nexus_gateway.upstream import OpenTransport
+from nexus_gateway.upstreams.pool import OpenTransport
 from tests.conftest import make_config
 
 

@@ -16,7 +16,7 @@ from nexus_gateway.routing import hybrid
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
 from nexus_gateway.server.app import build_server
-from nexus_gateway.upstream import UpstreamState
+from nexus_gateway.upstreams.pool import UpstreamState
 from tests.conftest import faulty, library, make_config, text_of
 
 pytestmark = pytest.mark.anyio

@@ -17,18 +17,26 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "nexus_gateway"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("cli", "daemon", "bench", "evals", "preflight", "__main__"),
+    ("cli", "daemon", "bench", "evals", "__main__"),
     ("server",),
     ("dashboard",),
     ("meta",),
     ("gateway", "indexing", "reload"),
     ("generation",),
     ("routing",),
-    ("engine", "upstream"),
+    ("engine", "upstreams"),
+    ("catalog", "config", "activity", "clients", "metrics", "_sdk"),
+    ("runtime", "errors"),
 ]
-"""Top to bottom: a module may import its own layer and the ones below, never one above. A module named in no
-layer (errors, config, catalog, signatures, ...) is the foundation: it imports only the foundation. `preflight` checks a
-config against the layers below (embedder, engine settings) for the CLI, so it sits with the CLI."""
+"""Top to bottom, by package (or by root module where a concept is one module): a module may import its own layer
+and the ones below, never one above. The bottom two are the foundation: the catalog and trust store, the config, and
+what every layer records (activity, clients, metrics); under them the small runtime helpers and the one exception
+tree, which import nothing of the package above them."""
+
+ROOT_MODULE_LIMIT = 12
+"""The package root holds the core and the errors and no more than this many modules: every subsystem is a folder."""
+SUBPACKAGE_LIMIT = 21
+"""A subsystem's folder stays below this (the front, server/, is the largest): past it, it wants folders of its own."""
 
 
 def module_name(path: Path) -> str:
@@ -83,12 +91,29 @@ def imports_of(name: str) -> Iterator[tuple[str, bool]]:
 
 
 def layer_of(name: str) -> int:
-    """0 for the foundation, higher for higher layers."""
+    """Higher for higher layers; the package root itself (its `__init__`) is below everything."""
     first = name.split(".")[1] if "." in name else ""
     for rank, names in enumerate(LAYERS):
         if first in names:
             return len(LAYERS) - rank
     return 0
+
+
+def test_every_package_and_root_module_has_a_layer():
+    named = {part for layer in LAYERS for part in layer}
+    tops = {name.split(".")[1] for name in MODULES if "." in name}
+    assert sorted(tops - named) == []
+
+
+def test_no_package_is_a_flat_pile_of_modules():
+    piles = {}
+    for folder in {path.parent for path in PACKAGE.rglob("*.py")}:
+        modules = [p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+        if len(modules) > SUBPACKAGE_LIMIT:
+            piles[str(folder.relative_to(PACKAGE.parent))] = len(modules)
+    root = [p for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert len(root) <= ROOT_MODULE_LIMIT, sorted(p.name for p in root)
+    assert piles == {}
 
 
 def test_no_module_imports_a_layer_above_its_own():

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
-from nexus_gateway.upstream import UpstreamState
+from nexus_gateway.upstreams.pool import UpstreamState
 from tests.conftest import faulty, make_config, running_gateway, text_of, write_config
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import get_default_environment
 
-from nexus_gateway.stdio_client import StdioCommand, stdio_upstream
+from nexus_gateway.upstreams.stdio_client import StdioCommand, stdio_upstream
 
 _BULK = ["-m", "nexus_gateway.bench.bulk_server"]
 

@@ -8,8 +8,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from nexus_gateway.catalog.signatures import signature
 from nexus_gateway.meta import definitions as meta_tools
-from nexus_gateway.signatures import signature
 
 Tokenize = Callable[[str], list[int]]
 

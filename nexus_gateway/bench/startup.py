@@ -45,7 +45,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from nexus_gateway.config import GatewayConfig, StdioServer, load_config
-from nexus_gateway.environment import upstream_environment
+from nexus_gateway.upstreams.environment import upstream_environment
 
 _LISTENING = re.compile(r"listening on (http://\S+)")
 _RESTART = re.compile(r"upstream (\S+) is unavailable \((.*)\); reconnecting")

@@ -133,7 +133,7 @@ def fail(exc: NexusError) -> NoReturn:
 
 def load(path: Path, mode: str | None = None) -> GatewayConfig:
     """The config file, checked as `serve` checks it (`preflight`)."""
-    from nexus_gateway.preflight import preflight
+    from nexus_gateway.cli.preflight import preflight
 
     config = load_config(path)
     preflight(config)

@@ -16,15 +16,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from nexus_gateway import __version__, _heap
-from nexus_gateway._prelaunch import discard, first_launches, prelaunch
+from nexus_gateway import __version__
 from nexus_gateway.cli import bench, evals, import_claude, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
 from nexus_gateway.config import StdioServer
+from nexus_gateway.config.profiles import Profile
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.profiles import Profile
+from nexus_gateway.runtime import _heap
+from nexus_gateway.upstreams._prelaunch import discard, first_launches, prelaunch
 
 app = App(
     name="nexus-gateway",
@@ -211,7 +212,7 @@ def config_check(
     ] = False,
 ) -> None:
     """Validate a config file as `serve` does and summarize it; exit status 2 when it is wrong."""
-    from nexus_gateway.naming import prefix_of
+    from nexus_gateway.catalog.naming import prefix_of
 
     cfg = load(config)
     table = Table(title=str(cfg.path), title_justify="left")

@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from nexus_gateway.catalog.pins import PinStore
 from nexus_gateway.config import default_state_dir, load_config
 from nexus_gateway.errors import NexusError
-from nexus_gateway.pins import PinStore
 
 out = Console()
 

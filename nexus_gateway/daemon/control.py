@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import psutil
 
-from nexus_gateway import preamble
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import DaemonError
+from nexus_gateway.runtime import preamble
 
 ANSWER_TIMEOUT = 10.0
 STOP_TIMEOUT = 60.0

@@ -24,14 +24,15 @@ from typing import Any
 
 import anyio
 
-from nexus_gateway import __version__, _heap, preamble
+from nexus_gateway import __version__
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.daemon.locate import DaemonFiles, DaemonInfo
 from nexus_gateway.errors import DaemonRunning
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.runtime import _heap, preamble
+from nexus_gateway.runtime.statefile import save_json
 from nexus_gateway.server.http import serve_http
 from nexus_gateway.server.unix import UnixFront
-from nexus_gateway.statefile import save_json
 
 logger = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from nexus_gateway import preamble
-from nexus_gateway._stdio_fds import stdio_are_pipes, stdio_pipes
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import DaemonError
+from nexus_gateway.runtime import preamble
+from nexus_gateway.runtime._stdio_fds import stdio_are_pipes, stdio_pipes
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from nexus_gateway.dashboard.auth import COOKIE, LOGIN_KEY, PREFIX, BrowserLogin
 from nexus_gateway.dashboard.source import DashboardSource
 from nexus_gateway.errors import NexusError
 from nexus_gateway.routing import gate
-from nexus_gateway.upstream import UpstreamStatus
+from nexus_gateway.upstreams.pool import UpstreamStatus
 
 HERE = Path(__file__).parent
 HEALTH_POLL_SECONDS = 0.5

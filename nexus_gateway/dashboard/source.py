@@ -12,10 +12,10 @@ from typing import Protocol
 
 from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.pins import PinStore, Quarantine
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway, SearchResult
-from nexus_gateway.pins import PinStore, Quarantine
-from nexus_gateway.upstream import UpstreamStatus
+from nexus_gateway.upstreams.pool import UpstreamStatus
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.signatures import signature
 from nexus_gateway.engine import Turn
-from nexus_gateway.signatures import signature
 
 _FIELD = re.compile(r"\{(instruction|context|query)\}")
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."

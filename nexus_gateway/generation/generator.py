@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.engine.decoding import CLOSING_TOKENS
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, ungrounded
-from nexus_gateway.validation import schema_problems
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048

@@ -33,6 +33,7 @@ import anyio
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.config.profiles import EVERYTHING, Profile
 from nexus_gateway.engine import Session, Turn
 from nexus_gateway.engine.settings import compiled_root, engine_settings
 from nexus_gateway.engine.worker import LocalEngine
@@ -42,7 +43,6 @@ from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
-from nexus_gateway.profiles import EVERYTHING, Profile
 from nexus_gateway.routing import gate
 
 logger = logging.getLogger(__name__)

@@ -21,12 +21,12 @@ import anyio
 import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.validation import validate_arguments
+from nexus_gateway.config.profiles import EVERYTHING, Profile
 from nexus_gateway.errors import NexusError, ToolQuarantined, UnknownTool
 from nexus_gateway.gateway import GatewayCore, ToolResult
 from nexus_gateway.meta import definitions
-from nexus_gateway.profiles import EVERYTHING, Profile
-from nexus_gateway.upstream_callbacks import HostLink
-from nexus_gateway.validation import validate_arguments
+from nexus_gateway.upstreams.callbacks import HostLink
 
 if TYPE_CHECKING:
     from nexus_gateway.meta.run import Runner

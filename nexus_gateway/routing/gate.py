@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.statefile import StateInvalid, save_json
+from nexus_gateway.runtime.statefile import StateInvalid, save_json
 
 
 @dataclass(frozen=True)

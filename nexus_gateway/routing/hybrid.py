@@ -17,7 +17,7 @@ from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, tool_text
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
-from nexus_gateway.statefile import load_json
+from nexus_gateway.runtime.statefile import load_json
 
 logger = logging.getLogger(__name__)
 

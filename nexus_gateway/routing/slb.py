@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from nexus_gateway.routing.embedders import Embedder
-from nexus_gateway.statefile import StateInvalid, move_aside, save_bytes
+from nexus_gateway.runtime.statefile import StateInvalid, move_aside, save_bytes
 
 logger = logging.getLogger(__name__)
 

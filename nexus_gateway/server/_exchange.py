@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from nexus_gateway.server._links import log_allowed, refusal, response_type
-from nexus_gateway.upstream_callbacks import HostAnswer, HostLink
+from nexus_gateway.upstreams.callbacks import HostAnswer, HostLink
 
 logger = logging.getLogger(__name__)
 

@@ -44,17 +44,17 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from pydantic import BaseModel
 
-from nexus_gateway import _json
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.gateway import Gateway, ToolResult
 from nexus_gateway.meta import definitions
 from nexus_gateway.meta.tools import MetaTools
+from nexus_gateway.runtime import _json
 from nexus_gateway.server._followed import FollowedCall, Link
 from nexus_gateway.server._forward import forwarded_meta
 from nexus_gateway.server._links import OFF, log_allowed, refusal
-from nexus_gateway.upstream import Upstream
-from nexus_gateway.upstream_callbacks import HostAnswer
-from nexus_gateway.validation import schema_problems
+from nexus_gateway.upstreams.callbacks import HostAnswer
+from nexus_gateway.upstreams.pool import Upstream
 
 logger = logging.getLogger(__name__)
 

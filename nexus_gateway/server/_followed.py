@@ -26,13 +26,13 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from nexus_gateway._deadline import TimerDeadline
-from nexus_gateway._direct import result_of
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.meta.tools import error_result
-from nexus_gateway.upstream import Upstream
-from nexus_gateway.upstream_callbacks import AnsweringLink, HostLink, InFlight
+from nexus_gateway.runtime._deadline import TimerDeadline
+from nexus_gateway.upstreams._direct import result_of
+from nexus_gateway.upstreams.callbacks import AnsweringLink, HostLink, InFlight
+from nexus_gateway.upstreams.pool import Upstream
 
 Finish = Callable[[types.CallToolResult], object]
 """Answers the host with an error result (the call's own result reaches it through the link's `answer`)."""

@@ -42,8 +42,8 @@ from nexus_gateway.gateway import Gateway
 from nexus_gateway.server._exchange import Exchanges
 from nexus_gateway.server._links import LEVELS, OFF, ConnectionLink, RequestLink, asks_host, log_allowed
 from nexus_gateway.server._listen import Listeners
-from nexus_gateway.upstream import Upstream
-from nexus_gateway.upstream_callbacks import HostLink, Send
+from nexus_gateway.upstreams.callbacks import HostLink, Send
+from nexus_gateway.upstreams.pool import Upstream
 
 logger = logging.getLogger(__name__)
 

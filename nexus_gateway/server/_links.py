@@ -17,7 +17,7 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 from nexus_gateway._sdk import client_connection
-from nexus_gateway.upstream_callbacks import HostAnswer
+from nexus_gateway.upstreams.callbacks import HostAnswer
 
 LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)
 """Severity-ascending (RFC 5424 order, as `LoggingLevel` declares it)."""

@@ -26,8 +26,8 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from nexus_gateway._lines import EarlyLines, LineFramer, Oversized
-from nexus_gateway._stdio_fds import stdio_are_pipes, stdio_pipes
+from nexus_gateway.runtime._lines import EarlyLines, LineFramer, Oversized
+from nexus_gateway.runtime._stdio_fds import stdio_are_pipes, stdio_pipes
 from nexus_gateway.server._rejects import rejection
 
 logger = logging.getLogger(__name__)

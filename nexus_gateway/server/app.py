@@ -19,10 +19,10 @@ from mcp.shared.exceptions import MCPError
 from nexus_gateway import __version__
 from nexus_gateway._sdk import client_connection as client_of
 from nexus_gateway.clients import current_client
+from nexus_gateway.config.profiles import Profile
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Changed, Gateway
 from nexus_gateway.meta.tools import MetaTools
-from nexus_gateway.profiles import Profile
 from nexus_gateway.server._clients import request_profile
 from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result

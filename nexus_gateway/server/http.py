@@ -39,7 +39,7 @@ from nexus_gateway.server.app import build_server, initialization_options
 from nexus_gateway.server.clients import ClientRegistry
 from nexus_gateway.server.control import control_routes
 from nexus_gateway.server.sessions import SessionPool
-from nexus_gateway.upstream import UpstreamState
+from nexus_gateway.upstreams.pool import UpstreamState
 
 logger = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from nexus_gateway import preamble
 from nexus_gateway.clients import ClientIdentity, ConnectedClients
+from nexus_gateway.config.profiles import Profile
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway
-from nexus_gateway.profiles import Profile
+from nexus_gateway.runtime import preamble
 from nexus_gateway.server._pipes import LINE_LIMIT, line_streams
 from nexus_gateway.server.app import build_server, initialization_options
 

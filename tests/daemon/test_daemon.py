@@ -22,9 +22,9 @@ import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from nexus_gateway import preamble
 from nexus_gateway.daemon import control
 from nexus_gateway.daemon.locate import DaemonFiles
+from nexus_gateway.runtime import preamble
 from tests.conftest import FAULTY, ROOT, stdio_entry, text_of
 from tests.daemon._helpers import cli, daemon_config, daemons, eventually, host, shim, shims, upstreams
 from tests.server.test_forwarding import Host

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from nexus_gateway.catalog import Catalog
-from nexus_gateway.pins import PinStore
+from nexus_gateway.catalog.pins import PinStore
 from tests.conftest import FAULTY, faulty, start_gateway_http, write_config
 
 TOKEN = "dashboard-s3cret"

@@ -3,10 +3,10 @@
 import pytest
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.generation.generator import FORMS
 from nexus_gateway.generation.grammar import grammar_for, parse_object
-from nexus_gateway.validation import schema_problems
 from tests.engine.conftest import EMAIL, WEATHER, decode_alone
 
 

@@ -1,0 +1,1 @@
+"""Upstream MCP servers: one supervised session each, their processes, and the calls made to them."""
