@@ -3,7 +3,8 @@ reader of both files (evaluations, benchmarks and `compile --tools` all load the
 
 Names are kept exactly as given (sets may use names MCP would not allow). In a case's `arguments`, each
 parameter maps to its acceptable values; `""` among them means the parameter may be omitted. Values
-compare as numbers when both parse as numbers, else as strings, case-insensitively after trimming.
+compare as numbers when both parse as numbers, else as strings, case-insensitively after trimming. A case's
+optional `alternatives` name tools as correct for its query as the gold one (`Case.right`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ class Case:
     query: str
     tool: str
     arguments: dict[str, list[Any]] | None = None
+    alternatives: tuple[str, ...] = ()
+    """Tools as correct for the query as `tool` (its `arguments` are stated for `tool`)."""
+
+    @property
+    def right(self) -> frozenset[str]:
+        """Every tool whose choice is right: the gold one and its alternatives."""
+        return frozenset((self.tool, *self.alternatives))
 
 
 def load_tools(path: Path) -> list[dict[str, Any]]:
@@ -58,7 +66,12 @@ def load_cases(path: Path, limit: int | None = None) -> list[Case]:
             continue
         try:
             raw = json.loads(line)
-            cases.append(Case(str(raw["id"]), str(raw["query"]), str(raw["tool"]), raw.get("arguments")))
+            alternatives = raw.get("alternatives") or []
+            if not isinstance(alternatives, list) or not all(isinstance(name, str) for name in alternatives):
+                raise ValueError("'alternatives' must be a list of tool names")
+            gold = str(raw["tool"])
+            others = tuple(dict.fromkeys(name for name in alternatives if name != gold))
+            cases.append(Case(str(raw["id"]), str(raw["query"]), gold, raw.get("arguments"), others))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}:{number}: not a case ({exc})") from None
         if limit is not None and len(cases) >= limit:

@@ -2,7 +2,8 @@
 
 For each case whose margin is below `tau`, the `Reranker` (generation/rerank.py) scores the best k
 tools of its candidate set (from `evals/routing.score_cases`) and fuses the scores with retrieval's.
-The re-ranked top-1 is its choice, else (none, or above the gate) the retrieval's top-1.
+The re-ranked top-1 is its choice, else (none, or above the gate) the retrieval's top-1; a choice is right
+when it is the gold tool or one of the case's alternatives.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.evals.dataset import Case, tool_records
-from nexus_gateway.evals.routing import Scored, ToolPool, score_cases
+from nexus_gateway.evals.routing import Scored, ToolPool, check_tools_known, score_cases
 from nexus_gateway.generation.rerank import WEIGHT, Reranker
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod
@@ -39,6 +40,7 @@ async def evaluate_reranking(
     progress: Progress | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """`rerank_cases` at each size (the same candidate sets as `evaluate_routing`), by size."""
+    check_tools_known(tools, cases)
     pool = ToolPool(tools, embedder)
     by_name = tool_records(tools)
     records = [by_name[name] for name in pool.names]
@@ -106,10 +108,10 @@ async def _rerank_cases(
             if reranked.choice is None:
                 chose_none += 1
             else:
-                correct[i] = reranked.choice == case.tool
-            if case.tool in reranked.candidates:
+                correct[i] = reranked.choice in case.right
+            if case.right.intersection(reranked.candidates):
                 in_shown += 1
-                right_when_shown += reranked.choice == case.tool
+                right_when_shown += reranked.choice in case.right
             line = {"id": case.id, "query": case.query, "gold": case.tool, "retrieval_right": scored[i].gold_rank == 1}
             lines.append(line | reranked.trace())
             if progress:

@@ -33,10 +33,10 @@ Progress = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class Scored:
     gold_rank: int
-    """1-based rank of the gold tool."""
+    """1-based rank of the best-ranked right tool (the gold one or an alternative among the candidates)."""
     margin: float
     top: tuple[int, ...] = ()
-    """Pool indices of the best tools, best first (ties against gold), for re-ranking."""
+    """Pool indices of the best tools, best first (ties against the right tools), for re-ranking."""
     top_scores: tuple[float, ...] = ()
     """Their fused retrieval scores."""
 
@@ -69,6 +69,14 @@ class ToolPool:
         return scores
 
 
+def check_tools_known(tools: Sequence[dict[str, Any]], cases: Sequence[Case]) -> None:
+    """Every gold tool and alternative the cases name is in the tool set, else a `ConfigError` naming some."""
+    names = {tool["name"] for tool in tools}
+    unknown = sorted({name for case in cases for name in case.right} - names)
+    if unknown:
+        raise ConfigError(f"the cases name {len(unknown)} tools missing from the tool set, e.g. {unknown[:3]}")
+
+
 def _candidates(gold: int, pool_size: int, size: int, rng: random.Random) -> np.ndarray:
     others = rng.sample(range(pool_size - 1), min(size, pool_size) - 1)
     return np.array([gold] + [o + (o >= gold) for o in others], dtype=np.int64)
@@ -84,7 +92,10 @@ def score_cases(
     *,
     keep: int = 0,
 ) -> list[Scored]:
-    """Each case's gold rank and margin among its candidates, and (`keep`) its best `keep` tools."""
+    """Each case's rank of its right tools and margin among its candidates, and (`keep`) its best `keep` tools.
+
+    The candidates are the gold tool and `size - 1` seeded distractors; an alternative drawn among them is
+    right when ranked first, as the gold tool is (at `size` >= the pool, every alternative is present)."""
     scored = []
     for i, case in enumerate(cases):
         rng = random.Random(f"{seed}:{size}:{i}")
@@ -94,12 +105,23 @@ def score_cases(
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
-        order = np.lexsort((candidates == candidates[0], -fused))[:keep]  # gold (index 0) last among ties
+        right = _right_mask(pool, case, candidates)
+        order = np.lexsort((right, -fused))[:keep]  # right tools last among ties
         top = tuple(int(candidates[j]) for j in order)
         top_scores = tuple(float(fused[j]) for j in order)
-        rank = int(np.count_nonzero(fused >= fused[0]))  # ties count against gold
+        rank = 1 + int(np.count_nonzero(~right & (fused >= fused[right].max())))  # ties count against them
         scored.append(Scored(rank, margin, top, top_scores))
     return scored
+
+
+def _right_mask(pool: ToolPool, case: Case, candidates: np.ndarray) -> np.ndarray:
+    """Which candidates are right for the case: the gold tool (always index 0) and any alternative drawn."""
+    right = np.zeros(len(candidates), dtype=bool)
+    right[0] = True
+    if case.alternatives:
+        alternatives = [pool.position[name] for name in case.alternatives if name in pool.position]
+        right |= np.isin(candidates, alternatives)
+    return right
 
 
 def _scan_us(pool: ToolPool, queries: np.ndarray, size: int, rng: random.Random) -> float:
@@ -125,10 +147,7 @@ def evaluate_routing(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The `eval routing` report (DESIGN.md format), plus the margins for calibration."""
-    names = {tool["name"] for tool in tools}
-    unknown = sorted({case.tool for case in cases} - names)
-    if unknown:
-        raise ConfigError(f"{len(unknown)} cases name tools missing from the tool set, e.g. {unknown[:3]}")
+    check_tools_known(tools, cases)
     pool = ToolPool(tools, embedder)
     queries = embedder.embed_batch([case.query for case in cases])
     embed_ms = []

@@ -40,3 +40,19 @@ def test_an_offset_split_leaves_out_exactly_the_cases_the_plain_sample_takes(tmp
     assert len(reported) == len(tuning) == 20 and len(rest) == 30
     assert {case.id for case in reported}.isdisjoint(case.id for case in rest)
     assert {case.id for case in tuning} <= {case.id for case in rest}
+
+
+def test_alternatives_are_read_as_tools_as_right_as_the_gold_one(tmp_path: Path):
+    path = tmp_path / "cases.jsonl"
+    first_line = '{"id": "a", "query": "q", "tool": "t", "alternatives": ["u", "t", "v", "u"]}'
+    path.write_text(first_line + '\n{"id": "b", "query": "q", "tool": "t"}\n')
+    first, second = load_cases(path)
+    assert first.alternatives == ("u", "v") and first.right == {"t", "u", "v"}
+    assert second.alternatives == () and second.right == {"t"}
+
+
+def test_alternatives_that_are_not_a_list_of_names_are_reported_with_their_line(tmp_path: Path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "a", "query": "q", "tool": "t", "alternatives": "u"}\n')
+    with pytest.raises(ConfigError, match=r"cases\.jsonl:1: not a case .*alternatives"):
+        load_cases(path)
