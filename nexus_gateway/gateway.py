@@ -402,6 +402,11 @@ class Gateway:
         """The quarantined tools upstreams list now (for /healthz and `nexus-gateway tools`)."""
         return [quarantine.to_json() | {"withheld": withheld} for quarantine, withheld in self.catalog.quarantined()]
 
+    def trust(self) -> dict[str, str]:
+        """Whether the pin store's approvals can be relied on (for /healthz, the dashboard and `tools`):
+        `{"state": "ok"}`, or `degraded` with why and since when, until a person approves (pins.py)."""
+        return self.catalog.pins.trust.to_json()
+
     # -- resources and prompts -----------------------------------------------------------------
 
     def _prefix(self, upstream: Upstream) -> str | None:

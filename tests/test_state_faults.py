@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from mcp import Client, StdioServerParameters
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 from nexus_gateway.upstreams.pool import UpstreamState
+from tests.catalog.test_pins import FAULTS, can_damage, damage
 from tests.conftest import faulty, make_config, running_gateway, text_of, write_config
 
 pytestmark = pytest.mark.anyio
@@ -155,12 +157,75 @@ async def test_a_corrupt_calibration_is_moved_aside_and_the_gate_falls_back(tmp_
     _assert_moved_aside(state, "calibration.json", content)
 
 
-@pytest.mark.parametrize("content", [b"[1, 2]", b'{"tools": 7}', b"\xff\xfe"], ids=["list", "bad", "bin"])
-async def test_a_corrupt_pin_store_is_moved_aside_and_rebuilt(tmp_path: Path, content: bytes):
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "pins.json").write_bytes(content)
-    async with running_gateway(_config(tmp_path)) as (gateway, client):
-        await _serves_and_searches(gateway, client)
-    _assert_moved_aside(state, "pins.json", content)
-    assert set(json.loads((state / "pins.json").read_text())["tools"]["one"]) >= {"echo", "sleep"}
+# -- the pin store under faults: trust fails closed ---------------------------------------------------
+
+ECHO = "faulty__echo"
+
+
+def _poisoned(*poison: str) -> dict[str, Any]:
+    return {"faulty": faulty(*(f"--poison={what}" for what in poison))}
+
+
+async def _echo_seen(tmp_path: Path, *poison: str) -> dict[str, Any]:
+    async with running_gateway(make_config(tmp_path, _poisoned(*poison), mode="passthrough")) as (gateway, client):
+        await gateway.wait_ready()
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return tools[ECHO].model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+@pytest.fixture(scope="module")
+def approved_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A state folder whose `echo` was pinned, then changed (a false read-only hint) and approved by a person;
+    and `echo` as hosts saw it after the approval."""
+    base = tmp_path_factory.mktemp("approved")
+
+    async def prepare() -> dict[str, Any]:
+        await _echo_seen(base)
+        await _echo_seen(base, "annotations")
+        from nexus_gateway.catalog.pins import PinStore
+
+        [changed] = PinStore(base / "state" / "pins.json").quarantined()
+        PinStore(base / "state" / "pins.json").approve(reviewed={changed.name: changed.hash})
+        return await _echo_seen(base, "annotations")
+
+    seen = anyio.run(prepare)
+    assert seen["annotations"]["readOnlyHint"] is True
+    return base / "state", seen
+
+
+async def _serves_only_what_was_approved(gateway: Any, client: Client, approved: dict[str, Any]) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert tools[ECHO].model_dump(by_alias=True, mode="json", exclude_none=True) == approved  # the approval kept
+    assert "<IMPORTANT>" not in json.dumps([tool.model_dump(mode="json") for tool in tools.values()])
+    assert [item["name"] for item in gateway.quarantined()] == [ECHO]
+    trust = gateway.trust()
+    assert trust["state"] == "degraded" and "restored the last good copy" in trust["why"]
+
+
+@pytest.mark.parametrize("how", FAULTS)
+async def test_a_damaged_pin_store_at_start_serves_no_unapproved_definition_and_keeps_every_approval(
+    tmp_path: Path, approved_state: tuple[Path, dict[str, Any]], how: str
+):
+    shutil.copytree(approved_state[0], tmp_path / "state")
+    damage(tmp_path / "state" / "pins.json", how)
+    config = make_config(tmp_path, _poisoned("description", "annotations"), mode="passthrough")
+    async with running_gateway(config) as (gateway, client):
+        await gateway.wait_ready()
+        await _serves_only_what_was_approved(gateway, client, approved_state[1])
+
+
+@pytest.mark.parametrize("how", FAULTS)
+async def test_a_pin_store_damaged_while_serving_serves_no_unapproved_definition_and_keeps_every_approval(
+    tmp_path: Path, approved_state: tuple[Path, dict[str, Any]], how: str
+):
+    can_damage(how)
+    shutil.copytree(approved_state[0], tmp_path / "state")
+    config = make_config(tmp_path, _poisoned("description", "annotations"), mode="passthrough")
+    async with running_gateway(config) as (gateway, client):
+        await gateway.wait_ready()
+        assert gateway.trust() == {"state": "ok"}
+        damage(tmp_path / "state" / "pins.json", how)
+        with anyio.fail_after(10):  # the gateway looks every PIN_POLL_SECONDS
+            while gateway.trust()["state"] == "ok":
+                await anyio.sleep(0.05)
+        await _serves_only_what_was_approved(gateway, client, approved_state[1])

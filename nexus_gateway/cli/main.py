@@ -165,6 +165,7 @@ def tools(
                     for record in gateway.catalog
                 ],
                 "quarantined": gateway.quarantined(),
+                "trust": gateway.trust(),
             }
 
     report = run_async(main)
@@ -202,6 +203,12 @@ def tools(
             held.add_row(item["name"], why, "nothing (withheld)" if item["withheld"] else "the pinned definition")
         out.print(held)
         out.print(f"Review: nexus-gateway tools diff -c {config}; approve: nexus-gateway tools approve NAME -c ...")
+    if report["trust"]["state"] != "ok":
+        out.print(
+            f"[red]Trust degraded[/] since {report['trust']['since']}: {escape(report['trust']['why'])}. Tools the "
+            "pin store holds no approval for are withheld until a person approves them (tools approve).",
+            highlight=False,
+        )
 
 
 @config_app.command("check")

@@ -2,7 +2,8 @@
 
 /ui, /ui/upstreams   upstreams: health, restarts, last error, tools (live over /ui/events)
 /ui/catalog?q=       the catalog, or the `search_tools` ranking for q with scores and the gate's decision
-/ui/quarantine       quarantined tools with their diff; POST /ui/quarantine/approve pins one
+/ui/quarantine       quarantined tools with their diff; POST /ui/quarantine/approve pins one (the form
+                     names the definition hash shown; a tool changed since is refused, the new diff shown)
 /ui/calls, /ui/runs  the last upstream calls and `run` traces (activity.py)
 /ui/clients          connected clients and their profiles
 """
@@ -85,6 +86,7 @@ class Dashboard:
             pages=PAGES,
             prefix=PREFIX,
             mode=self.source.mode,
+            trust=self.source.trust(),
             csrf=self.login.csrf_token(request.scope),
             **values,
         )
@@ -117,13 +119,14 @@ class Dashboard:
     async def approve(self, request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         name, csrf = form.get("name", [""])[0], form.get("csrf", [""])[0]
+        reviewed = form.get("hash", [""])[0]
         refused = self.login.post_allowed(request.scope, csrf)
         if refused is not None:
             return self.render(
                 request, "quarantine", 403, rows=self.source.quarantined(), approved=None, problem=refused
             )
         try:
-            approved = self.source.approve(name)
+            approved = self.source.approve(name, reviewed)
         except NexusError as exc:
             return self.render(
                 request, "quarantine", 409, rows=self.source.quarantined(), approved=None, problem=str(exc)

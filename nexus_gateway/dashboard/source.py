@@ -12,7 +12,7 @@ from typing import Protocol
 
 from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.catalog.pins import PinStore, Quarantine
+from nexus_gateway.catalog.pins import PinStore, Quarantine, Trust
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import Gateway, SearchResult
 from nexus_gateway.upstreams.pool import UpstreamStatus
@@ -58,7 +58,11 @@ class DashboardSource(Protocol):
     def tools(self) -> list[ToolRecord]: ...
     async def search(self, query: str, k: int) -> list[SearchResult]: ...
     def quarantined(self) -> list[QuarantineRow]: ...
-    def approve(self, name: str) -> Quarantine: ...
+    def approve(self, name: str, reviewed: str) -> Quarantine:
+        """Pin `name`'s definition if it is still the one whose hash (`reviewed`) the page showed."""
+        ...
+
+    def trust(self) -> Trust: ...
     def clients(self) -> list[ClientRow]: ...
 
 
@@ -110,9 +114,14 @@ class GatewaySource:
             if pending is None or quarantine.name in pending
         ]
 
-    def approve(self, name: str) -> Quarantine:
-        [approved] = self._store().approve([name])
+    def approve(self, name: str, reviewed: str) -> Quarantine:
+        if not reviewed:
+            raise NexusError(f"the approval of {name} names no reviewed definition (hash); reload the page")
+        [approved] = self._store().approve(reviewed={name: reviewed})
         return approved
+
+    def trust(self) -> Trust:
+        return self.gateway.catalog.pins.trust
 
     def clients(self) -> list[ClientRow]:
         return self._clients()

@@ -192,6 +192,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
             "tools": len(gateway.catalog),
             "upstreams": {status.name: status.state.value for status in statuses},
             "quarantined": gateway.quarantined(),
+            "trust": gateway.trust(),
             "index": gateway.index_status(),
             "http_sessions": sessions.open_sessions,
         }

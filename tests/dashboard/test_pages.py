@@ -127,7 +127,14 @@ def test_a_quarantined_tool_is_shown_with_its_diff_and_approved_by_its_button(se
     csrf = re.search(r'name="csrf" value="([^"]+)"', page)
     assert csrf is not None
     origin = {"Origin": served.url}
-    form = {"name": "local__echo", "csrf": csrf.group(1)}
+    section = page[page.index('data-tool="local__echo"') :]
+    shown = re.search(r'name="hash" value="([0-9a-f]{16})"', section)
+    assert shown is not None and f"Definition hash: <code>{shown.group(1)}</code>" in section
+    form = {"name": "local__echo", "csrf": csrf.group(1), "hash": shown.group(1)}
+    for stale in ("", "0" * 16):  # no hash, or another definition's: refused, the current diff shown again
+        refused = browser.post("/ui/quarantine/approve", data=form | {"hash": stale}, headers=origin)
+        assert refused.status_code == 409 and 'data-tool="local__echo"' in refused.text
+    assert "changed since it was reviewed" in _text(refused.text) and shown.group(1) in _text(refused.text)
     assert browser.post("/ui/quarantine/approve", data=form).status_code == 403  # no Origin
     assert browser.post("/ui/quarantine/approve", data=form | {"csrf": "forged"}, headers=origin).status_code == 403
     other = httpx.post(f"{served.url}/ui/quarantine/approve", data=form, headers=BEARER | origin)  # another session
@@ -155,7 +162,7 @@ def test_approving_a_tool_that_is_not_quarantined_says_so(served: Served):
     assert csrf is not None
     answer = browser.post(
         "/ui/quarantine/approve",
-        data={"name": "time__get_current_time", "csrf": csrf.group(1)},
+        data={"name": "time__get_current_time", "csrf": csrf.group(1), "hash": "0" * 16},
         headers={"Origin": served.url},
     )
     assert answer.status_code == 409 and "not quarantined: time__get_current_time" in _text(answer.text)

@@ -53,6 +53,15 @@ def approve(tmp_path: Path, *args: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def reviewed(tmp_path: Path, name: str) -> str:
+    """The definition hash `tools diff --json` shows a person for `name`."""
+    shown = cli("tools", "diff", name, "--json", "--config", str(tmp_path / "gateway.json"))
+    assert shown.returncode == 0, shown.stderr
+    [item] = json.loads(shown.stdout)
+    assert item["name"] == name
+    return str(item["hash"])
+
+
 async def health_once_up(url: str) -> dict[str, Any]:
     """/healthz once the upstream has connected (the gateway listens before its upstreams are up)."""
     async with httpx.AsyncClient() as http:
@@ -135,16 +144,21 @@ async def test_a_person_reviews_and_approves_a_changed_tool_while_the_gateway_ru
     assert shown.returncode == 0, shown.stderr
     assert '-  "description": "Return the text unchanged.",' in shown.stdout
     assert '+  "description": "Return the text unchanged. <IMPORTANT>' in shown.stdout
+    seen = reviewed(tmp_path, ECHO)
+    assert f"definition hash: {seen}" in shown.stdout and f"--hash {seen}" in shown.stdout
+    unbound = cli("tools", "approve", ECHO, "--config", str(config))  # not a terminal: no unseen approval
+    assert unbound.returncode == 2 and f"{ECHO} --hash {seen}" in unbound.stderr.replace("\n", " ")
 
     proc, url = start_gateway_http(config)
     try:
         health = await health_once_up(url)
         assert [item["name"] for item in health["quarantined"]] == [ECHO]
+        assert health["trust"] == {"state": "ok"} and health["quarantined"][0]["hash"] == seen
         told = ToldOfChanges()
         async with clients(f"{url}/mcp", told) as both:
             for client in both:
                 assert await listed(client) == pinned
-            approve(tmp_path, ECHO)
+            approve(tmp_path, ECHO, "--hash", seen)
             with anyio.fail_after(30):  # the running gateway notices the CLI's write and tells its clients
                 await told.event.wait()
             for client in both:
@@ -168,7 +182,7 @@ async def test_withhold_mode_hides_a_changed_tool_until_it_is_approved(tmp_path:
                 refused = await client.call_tool(ECHO, {"text": "hi"})
                 assert refused.is_error and f"nexus-gateway tools approve {ECHO}" in text_of(refused)
             assert gateway.quarantined()[0]["withheld"] is True
-            approve(tmp_path, "--all")
+            approve(tmp_path, "--all", "--yes")
             with anyio.fail_after(30):
                 await told.event.wait()
             for client in both:
@@ -187,9 +201,25 @@ async def test_new_servers_tools_are_withheld_until_approved_when_asked(tmp_path
             assert {(item["name"], item["reason"]) for item in gateway.quarantined()} == {
                 (f"faulty__{tool}", "new") for tool in ("echo", "grow", "pid", "sleep")
             }
-            approve(tmp_path, "--server", "faulty")
+            approve(tmp_path, "--server", "faulty", "--yes")
             with anyio.fail_after(30):
                 await told.event.wait()
             for client in both:
                 assert len((await client.list_tools()).tools) == 4
                 assert text_of(await client.call_tool(ECHO, {"text": "hi"})) == "hi"
+
+
+async def test_an_approval_of_a_definition_that_changed_after_review_is_refused_with_the_new_diff(tmp_path: Path):
+    await pin_first_sight(tmp_path)
+    async with Gateway(make_config(tmp_path, servers("description"), mode="passthrough")) as gateway:
+        await gateway.wait_ready()
+    seen = reviewed(tmp_path, ECHO)  # a person reviews the description change
+    async with Gateway(make_config(tmp_path, servers("description", "schema"), mode="passthrough")) as gateway:
+        await gateway.wait_ready()  # the upstream changes echo again, unseen
+        refused = cli("tools", "approve", ECHO, "--hash", seen, "--config", str(tmp_path / "gateway.json"))
+        assert refused.returncode == 2 and "changed since it was reviewed" in refused.stderr
+        assert '"sidenote"' in refused.stderr  # the new diff
+        assert [item["name"] for item in gateway.quarantined()] == [ECHO]
+    bulk = cli("tools", "approve", "--all", "--config", str(tmp_path / "gateway.json"))
+    assert bulk.returncode == 2 and "--yes" in bulk.stderr
+    approve(tmp_path, ECHO, "--hash", reviewed(tmp_path, ECHO))
