@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +19,11 @@ import numpy as np
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case
 from nexus_gateway.routing import gate
-from nexus_gateway.routing.bm25 import idf, term_scores, tokenize
+from nexus_gateway.routing.bm25 import LEXICAL_WEIGHTS, idf, term_scores, tokenize, weighted_terms
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
-from nexus_gateway.routing.retriever import index_text
+from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 
 Progress = Callable[[str, int, int], None]
@@ -42,19 +41,34 @@ class Scored:
 
 
 class ToolPool:
-    """Every tool once: index text, INT8 vector, BM25 term counts."""
+    """Every tool once: its fields, INT8 vector of its embedded text, BM25F term frequencies; each spelled by the
+    code the gateway's index uses (`ToolFields`, `weighted_terms`)."""
 
-    def __init__(self, tools: Sequence[dict[str, Any]], embedder: Embedder) -> None:
+    def __init__(
+        self,
+        tools: Sequence[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        lexical: FieldWeights = LEXICAL_WEIGHTS,
+        dense: FieldWeights = DENSE_FIELDS,
+    ) -> None:
         self.names = [tool["name"] for tool in tools]
         self.position = {name: i for i, name in enumerate(self.names)}
-        texts = [
-            index_text(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", "")) for t in tools
+        self.fields = [
+            ToolFields.of(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", ""))
+            for t in tools
         ]
+        texts = [fields.text(dense) for fields in self.fields]
         self.slb = SemanticLookasideBuffer(embedder)
         self.slb.sync(self.names, texts)
         self.matrix = self.slb.matrix
-        self.terms = [Counter(tokenize(text)) for text in texts]
-        self.lengths = np.array([sum(terms.values()) for terms in self.terms], dtype=np.float64)
+        self.weigh(lexical)
+
+    def weigh(self, lexical: FieldWeights) -> None:
+        """BM25F term frequencies and lengths under these field weights (the gateway's `weighted_terms`)."""
+        weighted = [weighted_terms(fields, lexical) for fields in self.fields]
+        self.terms = [terms for terms, _ in weighted]
+        self.lengths = np.array([length for _, length in weighted], dtype=np.float64)
 
     def bm25(self, query_terms: list[str], candidates: np.ndarray) -> np.ndarray:
         """BM25 over the candidate set alone (its own document frequencies), as an index of just these tools."""
@@ -77,9 +91,23 @@ def check_tools_known(tools: Sequence[dict[str, Any]], cases: Sequence[Case]) ->
         raise ConfigError(f"the cases name {len(unknown)} tools missing from the tool set, e.g. {unknown[:3]}")
 
 
-def _candidates(gold: int, pool_size: int, size: int, rng: random.Random) -> np.ndarray:
+def candidate_set(pool: ToolPool, case: Case, index: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The case's candidates (pool indices: the gold tool first, then `size - 1` distractors drawn with a seed of
+    its own) and which of them are right (the gold tool and any alternative drawn; at `size` >= the pool, all)."""
+    rng = random.Random(f"{seed}:{size}:{index}")
+    gold, pool_size = pool.position[case.tool], len(pool.names)
     others = rng.sample(range(pool_size - 1), min(size, pool_size) - 1)
-    return np.array([gold] + [o + (o >= gold) for o in others], dtype=np.int64)
+    candidates = np.array([gold] + [o + (o >= gold) for o in others], dtype=np.int64)
+    right = np.zeros(len(candidates), dtype=bool)
+    right[0] = True
+    if case.alternatives:
+        right |= np.isin(candidates, [pool.position[name] for name in case.alternatives if name in pool.position])
+    return candidates, right
+
+
+def right_rank(scores: np.ndarray, right: np.ndarray) -> int:
+    """1-based rank of the best-scored right candidate; ties count against it."""
+    return 1 + int(np.count_nonzero(~right & (scores >= scores[right].max())))
 
 
 def score_cases(
@@ -92,36 +120,21 @@ def score_cases(
     *,
     keep: int = 0,
 ) -> list[Scored]:
-    """Each case's rank of its right tools and margin among its candidates, and (`keep`) its best `keep` tools.
-
-    The candidates are the gold tool and `size - 1` seeded distractors; an alternative drawn among them is
-    right when ranked first, as the gold tool is (at `size` >= the pool, every alternative is present)."""
+    """Each case's rank of its right tools (`candidate_set`) and margin among its candidates, and (`keep`) its
+    best `keep` tools."""
     scored = []
     for i, case in enumerate(cases):
-        rng = random.Random(f"{seed}:{size}:{i}")
-        candidates = _candidates(pool.position[case.tool], len(pool.names), size, rng)
+        candidates, right = candidate_set(pool, case, i, size, seed)
         dense = pool.matrix[candidates] @ queries[i]
         lexical = pool.bm25(tokenize(case.query), candidates)
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
-        right = _right_mask(pool, case, candidates)
         order = np.lexsort((right, -fused))[:keep]  # right tools last among ties
         top = tuple(int(candidates[j]) for j in order)
         top_scores = tuple(float(fused[j]) for j in order)
-        rank = 1 + int(np.count_nonzero(~right & (fused >= fused[right].max())))  # ties count against them
-        scored.append(Scored(rank, margin, top, top_scores))
+        scored.append(Scored(right_rank(fused, right), margin, top, top_scores))
     return scored
-
-
-def _right_mask(pool: ToolPool, case: Case, candidates: np.ndarray) -> np.ndarray:
-    """Which candidates are right for the case: the gold tool (always index 0) and any alternative drawn."""
-    right = np.zeros(len(candidates), dtype=bool)
-    right[0] = True
-    if case.alternatives:
-        alternatives = [pool.position[name] for name in case.alternatives if name in pool.position]
-        right |= np.isin(candidates, alternatives)
-    return right
 
 
 def _scan_us(pool: ToolPool, queries: np.ndarray, size: int, rng: random.Random) -> float:
@@ -151,9 +164,10 @@ def evaluate_routing(
     pool = ToolPool(tools, embedder)
     queries = embedder.embed_batch([case.query for case in cases])
     embed_ms = []
+    timed = getattr(embedder, "inner", embedder)  # a cache's embedder: the time of an embedding, not of a lookup
     for case in cases[:50]:
         start = time.perf_counter_ns()
-        embedder.embed_batch([case.query])
+        timed.embed_batch([case.query])
         embed_ms.append((time.perf_counter_ns() - start) / 1e6)
     report: dict[str, Any] = {"n_cases": len(cases), "sizes": {}, "scan_us_p50": {}}
     report["embed_ms_p50"] = round(statistics.median(embed_ms), 3) if embed_ms else None

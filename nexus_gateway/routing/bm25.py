@@ -1,4 +1,11 @@
-"""Okapi BM25 over tool text: the lexical retriever, and the lexical half of hybrid search."""
+"""Okapi BM25 over a tool's fields, each weighted (BM25F): the lexical retriever, and the lexical half of hybrid
+search.
+
+A field of weight w counts its terms w times, in the term frequencies and in the document's length (the
+simple BM25F of Robertson, Zaragoza and Taylor, 2004: one length normalization over the weighted document).
+A server's name is weak evidence (a file named like a server must not pull that server's tools), a tool's
+name strong: `LEXICAL_WEIGHTS`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.retriever import Hit, IndexProgress, tool_text
+from nexus_gateway.routing.retriever import FieldWeights, Hit, IndexProgress, ToolFields
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -79,6 +86,20 @@ def _stem(word: str) -> str:
 
 K1, B = 1.2, 0.75
 
+LEXICAL_WEIGHTS = FieldWeights(name=1.0, description=1.0, parameters=1.0, server=1.0)
+"""BM25F field weights (see the module docstring)."""
+
+
+def weighted_terms(fields: ToolFields, weights: FieldWeights) -> tuple[dict[str, float], float]:
+    """A tool's terms with their weighted frequencies, and its weighted length."""
+    terms: dict[str, float] = {}
+    length = 0.0
+    for text, weight in fields.weighted(weights):
+        for term, count in term_counts(text):
+            terms[term] = terms.get(term, 0.0) + weight * count
+            length += weight * count
+    return terms, length
+
 
 def idf(n_docs: int, df: int) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
@@ -95,31 +116,38 @@ class BM25Retriever:
     tau = math.inf
     """Uncalibrated: BM25 scores have no fixed scale, so nothing is routed automatically."""
 
-    def __init__(self, *, k1: float = K1, b: float = B) -> None:
+    def __init__(self, *, k1: float = K1, b: float = B, weights: FieldWeights = LEXICAL_WEIGHTS) -> None:
         self.k1 = k1
         self.b = b
+        self.weights = weights
         self._names: list[str] = []
-        self._postings: dict[str, list[tuple[int, int]]] = {}
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._lengths = np.zeros(0)
         self._idf: dict[str, float] = {}
 
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
-        self.index_texts([record.name for record in records], [tool_text(record) for record in records])
+        self.index_fields([record.name for record in records], [ToolFields.of_record(record) for record in records])
         if progress is not None:
             progress(len(records), len(records))
 
-    def index_texts(self, names: Sequence[str], texts: Sequence[str]) -> None:
+    def index_fields(self, names: Sequence[str], tools: Sequence[ToolFields]) -> None:
         self._names = list(names)
-        self._postings = {}
+        postings: dict[str, tuple[list[int], list[float]]] = {}
         lengths = []
-        for doc, text in enumerate(texts):
-            counts = term_counts(text)
-            lengths.append(sum(count for _, count in counts))
-            for term, count in counts:
-                self._postings.setdefault(term, []).append((doc, count))
+        for doc, fields in enumerate(tools):
+            terms, length = weighted_terms(fields, self.weights)
+            lengths.append(length)
+            for term, tf in terms.items():
+                docs, tfs = postings.setdefault(term, ([], []))
+                docs.append(doc)
+                tfs.append(tf)
+        self._postings = {
+            term: (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float64))
+            for term, (docs, tfs) in postings.items()
+        }
         self._lengths = np.asarray(lengths, dtype=np.float64)
         n = len(self._names)
-        self._idf = {term: idf(n, len(docs)) for term, docs in self._postings.items()}
+        self._idf = {term: idf(n, len(docs)) for term, (docs, _) in self._postings.items()}
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every indexed tool, in index order."""
@@ -129,10 +157,9 @@ class BM25Retriever:
         average = float(self._lengths.mean()) or 1.0
         for term in set(tokenize(query)):
             postings = self._postings.get(term)
-            if not postings:
+            if postings is None:
                 continue
-            docs = np.fromiter((doc for doc, _ in postings), dtype=np.int64, count=len(postings))
-            tf = np.fromiter((count for _, count in postings), dtype=np.float64, count=len(postings))
+            docs, tf = postings
             scores[docs] += term_scores(tf, self._idf[term], self._lengths[docs], average, self.k1, self.b)
         return scores
 

@@ -15,7 +15,7 @@ from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
-from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, tool_text
+from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 from nexus_gateway.runtime.statefile import load_json
 
@@ -63,7 +63,8 @@ class HybridRetriever:
         """Index exactly these tools. Embedding runs outside the lock in batches of `INDEX_BATCH`; after each
         batch the tools embedded so far become searchable and `progress(searchable, total)` is told."""
         names = [record.name for record in records]
-        texts = [tool_text(record) for record in records]
+        fields = [ToolFields.of_record(record) for record in records]  # BM25 weighs them; the SLB embeds `texts`
+        texts = [tool.text(DENSE_FIELDS) for tool in fields]
         slb = self.slb.fork()
         missing = slb.missing(texts)
         for start in range(0, len(missing), INDEX_BATCH):
@@ -71,10 +72,11 @@ class HybridRetriever:
             pending = set(missing[start + INDEX_BATCH :])
             if pending:
                 ready = [i for i in range(len(names)) if i not in pending]
-                self._publish(slb.fork(), [names[i] for i in ready], [texts[i] for i in ready])
+                chosen = ([names[i] for i in ready], [texts[i] for i in ready], [fields[i] for i in ready])
+                self._publish(slb.fork(), *chosen)
                 if progress is not None:
                     progress(len(ready), len(names))
-        self._publish(slb, names, texts)
+        self._publish(slb, names, texts, fields)
         if progress is not None:
             progress(len(names), len(names))
         if missing:
@@ -82,10 +84,12 @@ class HybridRetriever:
             if self.index_path is not None:
                 slb.save(self.index_path)
 
-    def _publish(self, slb: SemanticLookasideBuffer, names: list[str], texts: list[str]) -> None:
+    def _publish(
+        self, slb: SemanticLookasideBuffer, names: list[str], texts: list[str], fields: list[ToolFields]
+    ) -> None:
         slb.sync(names, texts)  # every vector is known by now: this embeds nothing
         lexical = BM25Retriever()
-        lexical.index_texts(names, texts)
+        lexical.index_fields(names, fields)
         with self._lock:
             self.slb, self.lexical = slb, lexical
 

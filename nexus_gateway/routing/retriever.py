@@ -43,18 +43,69 @@ def words_of(identifier: str) -> str:
     return _CAMEL.sub(" ", identifier).replace("_", " ").replace("-", " ").replace(".", " ").strip()
 
 
+@dataclass(frozen=True)
+class FieldWeights:
+    """How much each field of a tool counts: a tool's name, its description, its parameters (names and
+    descriptions) and its server's name. For BM25 a field's terms count `weight` times (BM25F); for the
+    embedded text a field of weight 0 is left out."""
+
+    name: float = 1.0
+    description: float = 1.0
+    parameters: float = 1.0
+    server: float = 1.0
+
+
+@dataclass(frozen=True)
+class ToolFields:
+    """What a retriever reads of a tool, field by field, each in words."""
+
+    name: str
+    description: str
+    parameters: str
+    server: str
+
+    @classmethod
+    def of(cls, name: str, description: str, schema: Mapping[str, Any] | None, server: str = "") -> ToolFields:
+        """The fields of a tool; a name that starts with its server's (`server__tool`, as evaluation sets and
+        namespaced catalogs spell it) keeps only the tool's part, so the server counts once, as a server."""
+        if server and name.startswith(f"{server}__"):
+            name = name[len(server) + 2 :]
+        parts = []
+        properties = (schema or {}).get("properties")
+        if isinstance(properties, Mapping):
+            for param, spec in properties.items():
+                parts.append(words_of(param))
+                if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
+                    parts.append(spec["description"])
+        return cls(words_of(name), description, " ".join(part for part in parts if part), words_of(server))
+
+    @classmethod
+    def of_record(cls, record: ToolRecord) -> ToolFields:
+        return cls.of(record.upstream_name, record.description, record.input_schema, record.server)
+
+    def weighted(self, weights: FieldWeights) -> list[tuple[str, float]]:
+        """Each field's text with its weight, fields of weight 0 left out."""
+        pairs = [
+            (self.name, weights.name),
+            (self.server, weights.server),
+            (self.description, weights.description),
+            (self.parameters, weights.parameters),
+        ]
+        return [(text, weight) for text, weight in pairs if text and weight > 0]
+
+    def text(self, weights: FieldWeights) -> str:
+        """The text that is embedded: the fields of nonzero weight, name first."""
+        return " ".join(text for text, _ in self.weighted(weights))
+
+
+DENSE_FIELDS = FieldWeights()
+"""Which fields the embedded text holds (a weight of 0 leaves a field out)."""
+
+
 def index_text(name: str, description: str, schema: Mapping[str, Any] | None, server: str = "") -> str:
-    """What a retriever reads of a tool: its name and server in words, its description, and its
-    parameters' names and descriptions."""
-    parts = [words_of(name), words_of(server), description]
-    properties = (schema or {}).get("properties")
-    if isinstance(properties, Mapping):
-        for param, spec in properties.items():
-            parts.append(words_of(param))
-            if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
-                parts.append(spec["description"])
-    return " ".join(part for part in parts if part)
+    """The text a tool is embedded by (`DENSE_FIELDS` of its `ToolFields`)."""
+    return ToolFields.of(name, description, schema, server).text(DENSE_FIELDS)
 
 
 def tool_text(record: ToolRecord) -> str:
-    return index_text(record.upstream_name, record.description, record.input_schema, record.server)
+    return ToolFields.of_record(record).text(DENSE_FIELDS)

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from nexus_gateway.errors import ConfigError
@@ -57,3 +58,15 @@ def test_an_alternative_missing_from_the_tool_set_is_a_clear_error():
     cases = [Case("b", QUERY, "files.read", alternatives=("nowhere.read",))]
     with pytest.raises(ConfigError, match=r"missing from the tool set.*nowhere\.read"):
         evaluate_routing(TOOLS, cases, [3], HashingEmbedder())
+
+
+def test_the_evaluation_scores_bm25_as_the_gateway_index_does():
+    """Over the whole catalog the evaluation's BM25F (ToolPool) and the gateway's (BM25Retriever) agree."""
+    from nexus_gateway.catalog import ToolRecord
+    from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
+
+    pool = ToolPool(TOOLS, HashingEmbedder())
+    retriever = BM25Retriever()
+    retriever.index([ToolRecord.from_tool("", tool, name=tool["name"]) for tool in TOOLS])
+    everything = np.arange(len(TOOLS))
+    assert np.allclose(pool.bm25(tokenize(QUERY), everything), retriever.scores(QUERY))

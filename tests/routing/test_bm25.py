@@ -1,5 +1,6 @@
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
+from nexus_gateway.routing.bm25 import BM25Retriever, tokenize, weighted_terms
+from nexus_gateway.routing.retriever import FieldWeights, ToolFields
 
 
 def record(server: str, name: str, description: str, *params: str) -> ToolRecord:
@@ -32,3 +33,35 @@ def test_no_overlap_returns_nothing_and_empty_index_is_fine():
     assert retriever.search("anything", 3) == []
     retriever.index(CATALOG)
     assert retriever.search("zzzz qqqq", 3) == []
+
+
+HELLO = [
+    record("hello", "debug", "Lists all available tools and methods"),
+    record("filesystem", "read_text_file", "Read the complete contents of a file as text", "path"),
+    record("mail", "send_email", "Send an email", "to"),
+]
+
+
+def _scores(weights: FieldWeights, query: str) -> dict[str, float]:
+    retriever = BM25Retriever(weights=weights)
+    retriever.index(HELLO)
+    return {hit.name: hit.score for hit in retriever.search(query, len(HELLO))}
+
+
+def test_a_file_named_like_a_server_does_not_pull_its_tools_when_the_server_weighs_nothing():
+    query = "read the file /x/hello.txt"
+    assert "hello__debug" in _scores(FieldWeights(server=1.0), query)
+    scores = _scores(FieldWeights(server=0.0), query)
+    assert "hello__debug" not in scores and next(iter(scores)) == "filesystem__read_text_file"
+
+
+def test_a_heavier_field_scores_its_terms_higher():
+    light, heavy = _scores(FieldWeights(name=1.0), "send email"), _scores(FieldWeights(name=3.0), "send email")
+    assert heavy["mail__send_email"] > light["mail__send_email"] > 0
+
+
+def test_weighted_terms_count_each_field_its_weight_times():
+    fields = ToolFields("send email", "Send a message", "to recipient", "mail")
+    terms, length = weighted_terms(fields, FieldWeights(name=2.0, description=1.0, parameters=0.5, server=0.0))
+    assert terms["send"] == 2.0 + 1.0 and terms["recipient"] == 0.5 and "mail" not in terms
+    assert length == 2.0 * 2 + 1.0 * 2 + 0.5 * 1  # "to" is a stopword
