@@ -12,6 +12,7 @@ and, for the schemas the grammar expresses, validates; it is checked with jsonsc
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -22,7 +23,7 @@ from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.engine.decoding import CLOSING_TOKENS
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
-from nexus_gateway.generation.grounding import as_written, invented_optional, ungrounded
+from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
@@ -112,11 +113,19 @@ class ArgumentGenerator:
             self._compiled.update(record.content_hash or record.name for record in todo)
 
     async def generate(
-        self, session: Session, record: ToolRecord, query: str, *, mode: ToolForm | None = None
+        self,
+        session: Session,
+        record: ToolRecord,
+        query: str,
+        *,
+        mode: ToolForm | None = None,
+        narrowed: Mapping[str, Sequence[Any]] | None = None,
     ) -> Generated:
-        """Arguments for `record` from `query`, decoded in `session` (which is left as it was)."""
+        """Arguments for `record` from `query`, decoded in `session` (which is left as it was). `narrowed`:
+        parameters decoded among these values only (grounding.narrowing: the request's own values of their
+        kind), the rest as the schema says."""
         chosen = mode or self.mode
-        plan = self.plan(record)
+        plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
         if chosen == "splice":
             await self.prepare([record])
         decoded = _NOTHING_TO_DECODE

@@ -15,6 +15,15 @@ A free string value that the request holds in another spelling is first written 
 (`as_written`): the case of the request (`construction site`, not `Construction Site`), and the plural the
 request uses when the model wrote its singular (`cats` in "influenza in cats", not `cat`).
 
+A value that is the request itself, copied whole or nearly (`echoes`: "what time is it in Paris" as a
+browser tool's `text`), is supported by the letter but says nothing of the tool's fit: any tool with a
+free-text parameter can be filled that way. It is counted apart (`Grounding.echoed`) and is no evidence.
+
+When a value is not supported, `narrowing` gives, per parameter, the values of the request that fit its
+kind (zones whose place the request names, URLs, paths, dates, e-mail addresses, numbers), so the value
+can be decoded again among those only; a parameter of no known kind, or one the request holds no value
+of, gets none.
+
 Optional arguments are not counted: a small model fills them with plausible inventions for the right
 tool as often as for the wrong one (measured on Seal-Tools; README). Those inventions are dropped from the
 call instead (`invented_optional`): an optional value the request never gave should be the tool's default.
@@ -23,11 +32,12 @@ call instead (`invented_optional`): an optional value the request never gave sho
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nexus_gateway.generation.domains import spoken_forms
+from nexus_gateway.generation.domains import spoken_forms, time_zones
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
 _GLUED_AFTER = r"(?![\w/\\~-]|\.\w)"
@@ -40,10 +50,17 @@ class Grounding:
     """Free values of the required arguments that the request contains."""
     free: int
     """Free values of the required arguments (enum choices, booleans and empty values are not counted)."""
+    echoed: int = 0
+    """Supported values that are the request itself, copied whole or nearly (`echoes`): no evidence of fit."""
 
     @property
     def invented(self) -> int:
         return self.free - self.supported
+
+    @property
+    def evidence(self) -> int:
+        """Supported values that are not an echo of the request: what the request says for this tool."""
+        return self.supported - self.echoed
 
 
 def occurs(span: str, request: str) -> bool:
@@ -105,21 +122,45 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     return any(occurs(form, request) for form in forms) if forms is not None else occurs(str(item), request)
 
 
+_WORD = re.compile(r"\w+")
+ECHO_SHARE = 0.9
+"""A value holding this share of the request's words (at least 3 of them) is the request copied."""
+
+
+def echoes(value: Any, request: str) -> bool:
+    """`value` is the request itself, copied whole or nearly: it holds at least `ECHO_SHARE` of the
+    request's words (counted with repeats, at least 3) and is not much longer. A path or a name taken
+    from a short request ("read ~/notes/todo.md": 3 words of 4) is not an echo; "what time is it in
+    Paris" for "what time is it in Paris?" is."""
+    if not isinstance(value, str):
+        return False
+    asked = [word.lower() for word in _WORD.findall(request)]
+    given = [word.lower() for word in _WORD.findall(value)]
+    if len(asked) < 3 or not given or len(given) > 2 * len(asked):
+        return False
+    pool = Counter(given)
+    shared = sum(min(count, pool[word]) for word, count in Counter(asked).items())
+    return shared >= ECHO_SHARE * len(asked)
+
+
 def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Grounding]:
     properties = _mapping(schema, "properties")
     result = {}
     for name, value in arguments.items():
         spec = _mapping(properties, name)
         items = _values(value, spec)
-        result[name] = Grounding(sum(_said(item, request, name, spec) for item in items), len(items))
+        said = [item for item in items if _said(item, request, name, spec)]
+        echoed = sum(echoes(item, request) for item in said)
+        result[name] = Grounding(len(said), len(items), echoed)
     return result
 
 
 def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Grounding:
-    """How many of the free values of the required arguments in `arguments` the request supports."""
+    """How many of the free values of the required arguments in `arguments` the request supports (and how
+    many of those only echo it)."""
     required = set(schema.get("required") or ())
     counted = [g for name, g in _per_argument(request, schema, arguments).items() if name in required]
-    return Grounding(sum(g.supported for g in counted), sum(g.free for g in counted))
+    return Grounding(sum(g.supported for g in counted), sum(g.free for g in counted), sum(g.echoed for g in counted))
 
 
 def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
@@ -135,3 +176,93 @@ def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mappin
 def ungrounded(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
     """The arguments (required or not) holding a free value the request does not contain as written."""
     return [name for name, g in _per_argument(request, schema, arguments).items() if g.invented]
+
+
+_URL = re.compile(r"\bhttps?://[^\s\"'<>]+", re.IGNORECASE)
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PATH = re.compile(r"(?<![\w/\\~.-])(?:~|\.{1,2})?/[^\s\"'<>,;]*|(?<![\w])[A-Za-z]:\\[^\s\"'<>,;]*")
+_DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
+_TRAILING = ".,;:!?)]}'\""
+_KIND_WORDS = {
+    "url": re.compile(r"\b(urls?|uri|links?|web ?address|website)\b", re.IGNORECASE),
+    "path": re.compile(r"\b(path|file ?path|directory|folder|dir)\b", re.IGNORECASE),
+    "email": re.compile(r"\be-?mail\b", re.IGNORECASE),
+    "date": re.compile(r"\b(yyyy-mm-dd|iso ?8601|iso date|date)\b", re.IGNORECASE),
+}
+
+
+def _kind(name: str, spec: Mapping[str, Any]) -> str | None:
+    """What kind of value a parameter wants, from its type, format, name and description."""
+    kind = spec.get("type")
+    if kind in ("integer", "number"):
+        return str(kind)
+    if kind not in (None, "string") or any(key in spec for key in ("enum", "const")):
+        return None
+    if spoken_forms(name, spec, "Etc/UTC") is not None:
+        return "zone"
+    form = str(spec.get("format") or "")
+    if form in ("uri", "url", "iri", "uri-reference"):
+        return "url"
+    if form in ("email", "idn-email"):
+        return "email"
+    if form in ("date", "date-time"):
+        return form
+    words = f"{name.replace('_', ' ')} {spec.get('title') or ''} {spec.get('description') or ''}"
+    named = f"{name.replace('_', ' ')} {spec.get('title') or ''}"
+    for kind_name in ("url", "email", "path"):  # the parameter's own name first, then its description
+        if _KIND_WORDS[kind_name].search(named):
+            return kind_name
+    return next((k for k in ("url", "email", "date") if _KIND_WORDS[k].search(words)), None)
+
+
+def _spans(pattern: re.Pattern[str], request: str) -> list[str]:
+    found = (match.group(0).rstrip(_TRAILING) for match in pattern.finditer(request))
+    return list(dict.fromkeys(span for span in found if span))
+
+
+def _zones(request: str, name: str, spec: Mapping[str, Any]) -> list[str]:
+    """The zones the request names by their place (`Europe/Paris` for "Paris"); a place that several zones
+    share gives them all."""
+    return [
+        zone for zone in time_zones() if any(occurs(form, request) for form in spoken_forms(name, spec, zone) or ())
+    ]
+
+
+def request_values(request: str, name: str, spec: Mapping[str, Any]) -> list[Any]:
+    """The values in `request` that fit the parameter `name` (of schema `spec`), in the request's order;
+    empty when the parameter is of no kind known here or the request holds none."""
+    kind = _kind(name, spec)
+    if kind == "zone":
+        return _zones(request, name, spec)
+    if kind in ("integer", "number"):
+        numbers = [float(span) for span in _spans(_NUMBER, request)]
+        if kind == "integer":
+            return [int(number) for number in numbers if number.is_integer()]
+        return [int(number) if number.is_integer() else number for number in numbers]
+    patterns = {"url": _URL, "email": _EMAIL, "path": _PATH, "date": _DATE, "date-time": _DATE_TIME}
+    return _spans(patterns[kind], request) if kind in patterns else []
+
+
+def narrowing(request: str, schema: Mapping[str, Any], names: Sequence[str]) -> dict[str, list[Any]]:
+    """For each of `names` (parameters whose value the request did not support), the request's values that
+    fit it; parameters with none are left out. Decoding again with these as the parameters' only choices
+    (`ArgumentGenerator.generate(narrowed=...)`) either grounds the value or shows that it cannot be."""
+    properties = _mapping(schema, "properties")
+    narrowed = {}
+    for name in names:
+        values = request_values(request, name, _mapping(properties, name))
+        if values:
+            narrowed[name] = values
+    return narrowed
+
+
+def narrowed_schema(schema: Mapping[str, Any], narrowed: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    """`schema` (a copy) with each parameter of `narrowed` allowed only its values (an enum, for decoding
+    only: the result is still judged against the tool's own schema)."""
+    properties = dict(_mapping(schema, "properties"))
+    for name, values in narrowed.items():
+        spec = {k: v for k, v in _mapping(properties, name).items() if k not in ("pattern", "format", "enum")}
+        properties[name] = {**spec, "enum": list(values)}
+    return {**schema, "properties": properties}

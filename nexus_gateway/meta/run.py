@@ -40,7 +40,7 @@ from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
-from nexus_gateway.generation.grounding import Grounding, grounding
+from nexus_gateway.generation.grounding import Grounding, grounding, narrowing
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.routing import gate
@@ -69,11 +69,44 @@ class Candidate:
     record: ToolRecord
     generated: Generated
     grounding: Grounding
+    narrowed: tuple[str, ...] = ()
+    """Parameters decoded again among the request's own values of their kind (grounding.narrowing)."""
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Required facts the request does not give, for the host to supply (the generator's `missing`)."""
+        return tuple(getattr(self.generated, "missing", ()))
 
     @property
     def fillable(self) -> bool:
         """The arguments validate and no required value had to be invented."""
         return self.generated.schema_valid and self.grounding.invented == 0
+
+    @property
+    def sure(self) -> bool:
+        """Fillable, with no value that merely echoes the request and no fact left to ask for: the best
+        candidate is called when it is sure."""
+        return self.fillable and self.grounding.echoed == 0 and not self.missing
+
+    @property
+    def grounded(self) -> bool:
+        """Sure, and the request supplies at least one of its values: the only evidence that lets a
+        candidate the re-ranker did not put first be called instead."""
+        return self.sure and self.grounding.evidence > 0
+
+    @property
+    def proposable(self) -> bool:
+        """Valid, and whatever it lacks is said (an echo, a missing fact), not invented silently."""
+        invented = set(self.generated.ungrounded) - set(self.missing)
+        return self.generated.schema_valid and not (invented & set(self.record.input_schema.get("required") or ()))
+
+    def doubt(self) -> str:
+        """Why it is only proposed."""
+        if self.missing:
+            return f"the request does not give {', '.join(self.missing)}"
+        if self.grounding.echoed:
+            return "its arguments only repeat the request, which says nothing of whether this tool fits"
+        return "the request does not support its arguments"
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -81,7 +114,32 @@ class Candidate:
             "arguments": self.generated.arguments,
             "schema_valid": self.generated.schema_valid,
             "invented": self.grounding.invented,
+            "echoed": self.grounding.echoed,
+            "evidence": self.grounding.evidence,
+            **({"narrowed": list(self.narrowed)} if self.narrowed else {}),
+            **({"missing": list(self.missing)} if self.missing else {}),
         }
+
+
+@dataclass(frozen=True)
+class Choice:
+    candidate: Candidate
+    doubt: str | None = None
+    """Why the candidate is only proposed (with the others), or None when it is sure."""
+    others: tuple[SearchResult, ...] = ()
+
+
+class _Clock:
+    """Milliseconds spent in each stage of one `run` (a stage met twice adds up), for the trace."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.laps[stage] = round(self.laps.get(stage, 0.0) + (now - self._last) * 1000, 2)
+        self._last = now
 
 
 class Runner:
@@ -161,22 +219,28 @@ class Runner:
             raise NexusError("run needs a non-empty 'request': say what to do, with the values it needs.")
         context = str(arguments.get("context") or "").strip()
         query = f"{context}\n{request}" if context else request
+        clock = _Clock()
         results = await self.gateway.search(
             request,
             max(self.settings.search_k, self.settings.rerank_k),
             allows=None if profile.everything else profile.allows,
         )
+        clock.lap("route")
         if not results:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
+        clock.lap("engine_start")
         key = self._key(client)
         margin = gate.margin([result.score for result in results])
         shown = round(margin, 4) if math.isfinite(margin) else None
         trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic", "reranked": False}
+        trace["timings_ms"] = clock.laps
         async with pool.lease(key) as engine_session:
-            picked = await self._pick(generator, engine_session, query, results, trace)
-            if picked is None:
+            clock.lap("session")
+            choice = await self._pick(generator, engine_session, query, results, trace, clock)
+            if choice is None:
                 return self._candidates(results, trace)
+            picked = choice.candidate
             record, generated = picked.record, picked.generated
             trace |= {"tool": record.name, "score": picked.result.score, **generated.trace()}
             trace |= {"session": engine_session.id, "session_depth": await pool.depth(engine_session)}
@@ -184,9 +248,13 @@ class Runner:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
                 return _result(text, {"status": "invalid_arguments", "trace": trace}, error=True)
+            if choice.doubt is not None:
+                return self._doubt(picked, choice, trace)
             if not self._may_execute(record, profile):
                 return self._proposal(record, generated, trace, asked=profile.auto_execute is False)
+            clock.lap("decide")
             called = await self.gateway.call_upstream(record, generated.arguments)
+            clock.lap("call")
             upstream = called if isinstance(called, dict) else called.model_dump(by_alias=True, exclude_none=True)
             answer = _text(upstream.get("content") or [])
             turn = Turn(query, json.dumps(generated.arguments), " ".join(answer.split())[:RESULT_CHARS])
@@ -206,28 +274,59 @@ class Runner:
         query: str,
         results: list[SearchResult],
         trace: dict[str, Any],
-    ) -> Candidate | None:
-        """The automatic choice; below the gate, the re-ranked best when the request fills it, else the
-        next of the best few (re-ranked order) that it fills, or None (no candidate explains the request,
-        or the request fills none of those checked)."""
+        clock: _Clock,
+    ) -> Choice | None:
+        """The best candidate when it is sure (`Candidate.sure`); else another of the best few (re-ranked
+        order) that the request grounds (`Candidate.grounded`) and that explains the request; else the best
+        one proposed with the others when it is proposable; else None (the candidates come back).
+
+        A value the request does not support is first decoded again among the request's own values of
+        its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
+        the candidates are re-ranked like any request below the gate."""
+        filled: dict[str, Candidate] = {}
+
+        async def fill(result: SearchResult, *, tighten: bool) -> Candidate:
+            candidate = filled.get(result.name)
+            if candidate is None:
+                candidate = await self._fill(generator, session, query, result)
+                if tighten:
+                    candidate = await self._tightened(generator, session, query, candidate)
+                filled[result.name] = candidate
+                clock.lap("fill")
+            return candidate
+
         if results[0].automatic:
-            return await self._fill(generator, session, query, results[0])
+            first = await fill(results[0], tighten=True)
+            if first.sure:
+                return Choice(first)
+            trace["automatic_doubt"] = first.doubt()
         reranked = await self.rerank(query, results)
+        clock.lap("rerank")
         trace |= reranked.trace()
         if reranked.choice is None:
             trace["routing"] = "ambiguous"
             return None
         ranked = sorted(range(len(reranked.fused)), key=lambda i: (-reranked.fused[i], i))
+        explains = {reranked.candidates[i]: reranked.likelihood[i] > reranked.without for i in ranked}
         order = [results[i] for i in ranked]
-        checked: list[Candidate] = []
-        for result in order[:FILL_CHECKS]:
-            checked.append(await self._fill(generator, session, query, result))
-            if checked[-1].fillable:
-                break
-        fit = checked[-1].fillable
-        trace["routing"] = ("reranked" if len(checked) == 1 else "grounded") if fit else "ambiguous"
+        top = await fill(order[0], tighten=True)
+        checked = [top]
+        choice: Choice | None = None
+        if top.sure:
+            choice, trace["routing"] = Choice(top), "reranked"
+        else:
+            for result in order[1:FILL_CHECKS]:
+                checked.append(await fill(result, tighten=False))
+                if checked[-1].grounded and explains.get(result.name, False):
+                    choice, trace["routing"] = Choice(checked[-1]), "grounded"
+                    break
+        if choice is None and top.proposable:
+            others = tuple(result for result in order if result.name != top.record.name)
+            choice, trace["routing"] = Choice(top, top.doubt(), others), "uncertain"
+        elif choice is None:
+            trace["routing"] = "ambiguous"
         trace["checked"] = [candidate.summary() for candidate in checked]
-        return checked[-1] if fit else None
+        return choice
 
     async def _fill(
         self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult
@@ -235,6 +334,29 @@ class Runner:
         record = self.gateway.resolve(result.name)
         generated = await generator.generate(session, record, query)
         return Candidate(result, record, generated, grounding(query, record.input_schema, generated.arguments or {}))
+
+    async def _tightened(
+        self, generator: ArgumentGenerator, session: Session, query: str, candidate: Candidate
+    ) -> Candidate:
+        """`candidate`, or when the request does not support some of its values, the same tool decoded
+        again with those parameters narrowed to the request's own values of their kind (a zone the request
+        names, its URLs, paths, dates, numbers: grounding.narrowing); kept when that invents less."""
+        if candidate.sure or not candidate.generated.ungrounded:
+            return candidate
+        record = candidate.record
+        narrowed = narrowing(query, record.input_schema, candidate.generated.ungrounded)
+        if not narrowed:
+            return candidate
+        generated = await generator.generate(session, record, query, narrowed=narrowed)
+        tighter = Candidate(
+            candidate.result,
+            record,
+            generated,
+            grounding(query, record.input_schema, generated.arguments or {}),
+            tuple(narrowed),
+        )
+        better = tighter.generated.schema_valid and tighter.grounding.invented < candidate.grounding.invented
+        return tighter if better else candidate
 
     def _may_execute(self, record: ToolRecord, profile: Profile) -> bool:
         if profile.auto_execute is not None:
@@ -248,6 +370,28 @@ class Runner:
         why = "this profile runs no tool without asking" if asked else "it is not read-only"
         text = f"{record.name} was not called: {why}. To run it, call call_tool with {json.dumps(call)}"
         return _result(text, {"status": "proposed", "call": call, "trace": trace})
+
+    def _doubt(self, picked: Candidate, choice: Choice, trace: dict[str, Any]) -> types.CallToolResult:
+        """The best candidate proposed, not called, with why and the other candidates."""
+        record = picked.record
+        call = {"name": record.name, "arguments": picked.generated.arguments}
+        lines = [result.signature for result in choice.others]
+        text = (
+            f"{record.name} was not called: {choice.doubt}. If it is the right tool, call call_tool with "
+            f"{json.dumps(call)} (with the values it needs); otherwise one of these:\n" + "\n".join(lines)
+        )
+        candidates = [{"name": picked.result.name, "signature": picked.result.signature, "score": picked.result.score}]
+        candidates += [{"name": r.name, "signature": r.signature, "score": r.score} for r in choice.others]
+        structured = {
+            "status": "proposed",
+            "call": call,
+            "doubt": choice.doubt,
+            "candidates": candidates,
+            "trace": trace,
+        }
+        if picked.missing:
+            structured["missing"] = list(picked.missing)
+        return _result(text, structured)
 
     def _candidates(self, results: list[SearchResult], trace: dict[str, Any]) -> types.CallToolResult:
         lines = [result.signature for result in results]

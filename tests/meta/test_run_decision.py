@@ -1,0 +1,203 @@
+"""`run`'s decision without a model: scripted fills and likelihoods, the real decision and grounding.
+
+A catch-all (a free-text parameter the request is copied into) never wins; a value the request does not
+support is decoded again among the request's own values of its kind before anything else is tried; a
+fall-back needs better evidence; otherwise the best candidate is proposed, or the candidates come back.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from nexus_gateway.activity import Activity
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.config import NexusSettings
+from nexus_gateway.engine import Likelihoods, Session, Turn
+from nexus_gateway.gateway import SearchResult
+from nexus_gateway.generation.generator import Generated
+from nexus_gateway.generation.grounding import ungrounded
+from nexus_gateway.generation.rerank import Reranker
+from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.meta.run import Runner
+
+pytestmark = pytest.mark.anyio
+ZONE = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')"}
+TOOLS = {
+    "time__get_current_time": {"properties": {"timezone": ZONE}, "required": ["timezone"]},
+    "time__convert_time": {
+        "properties": {"source_timezone": ZONE, "time": {"type": "string"}, "target_timezone": ZONE},
+        "required": ["source_timezone", "time", "target_timezone"],
+    },
+    "browser__wait_for": {"properties": {"text": {"type": "string"}}, "required": ["text"]},
+}
+
+
+def record(name: str) -> ToolRecord:
+    schema = {"type": "object", **TOOLS[name]}
+    server, tool = name.split("__")
+    return ToolRecord(name, server, tool, f"The {tool} tool.", schema, annotations={"readOnlyHint": True})
+
+
+class Generator:
+    """Fills from a script: per tool, the arguments the model writes, and those it writes when narrowed."""
+
+    def __init__(self, plain: Mapping[str, dict[str, Any]], narrowed: Mapping[str, dict[str, Any]]) -> None:
+        self.plain, self.narrowed_fill = plain, narrowed
+        self.calls: list[tuple[str, dict[str, list[Any]] | None]] = []
+
+    async def generate(
+        self,
+        session: Session,
+        record: ToolRecord,
+        query: str,
+        *,
+        narrowed: Mapping[str, Sequence[Any]] | None = None,
+    ) -> Generated:
+        self.calls.append((record.name, {k: list(v) for k, v in narrowed.items()} if narrowed else None))
+        script = self.narrowed_fill if narrowed and record.name in self.narrowed_fill else self.plain
+        arguments = dict(script[record.name])
+        invented = tuple(ungrounded(query, record.input_schema, arguments))
+        return Generated(record.name, arguments, "{}", "signature", "schema", "prefill", ungrounded=invented)
+
+
+class Engine:
+    """Sessions and likelihoods: `likelihoods` per tool name, `without` after no tool."""
+
+    def __init__(self, likelihoods: Mapping[str, float], without: float = -40.0) -> None:
+        self.likelihoods, self.without = likelihoods, without
+
+    async def open_session(self) -> Session:
+        return Session(1)
+
+    async def close_session(self, session: Session) -> None:
+        return None
+
+    async def depth(self, session: Session) -> int:
+        return 0
+
+    async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
+        return None
+
+    async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
+        per_tool = tuple(self.likelihoods[r.name] for r in records)
+        return Likelihoods(per_tool, self.without, 8, 0, 0.001)
+
+
+class Core:
+    """The part of `GatewayCore` that `run` uses, with scripted search results and an echoing upstream."""
+
+    def __init__(self, ranked: Sequence[tuple[str, float]], *, automatic: bool = False) -> None:
+        self.settings = NexusSettings()
+        self.activity = Activity()
+        self.ranked, self.automatic = ranked, automatic
+        self.called: list[tuple[str, dict[str, Any]]] = []
+        self._group: Any = None
+
+    async def search(self, query: str, k: int | None = None, *, allows: Any = None) -> list[SearchResult]:
+        return [
+            SearchResult(name, f"{name}(...)", score, self.automatic and rank == 0)
+            for rank, (name, score) in enumerate(self.ranked)
+        ]
+
+    def resolve(self, name: str) -> ToolRecord:
+        return record(name)
+
+    async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.called.append((record.name, arguments))
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    def start_soon(self, task: Any, *, name: str | None = None) -> None:
+        self._group.start_soon(task)
+
+
+async def run(core: Core, generator: Generator, engine: Engine, request: str) -> dict[str, Any]:
+    runner = Runner(core)  # type: ignore[arg-type]
+    runner._generator = generator  # type: ignore[assignment]
+    runner._pool = SessionPool(engine, 1)  # type: ignore[arg-type]
+    runner._reranker = Reranker(engine, k=3)  # type: ignore[arg-type]
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            core._group = group
+            result = await runner.run({"request": request})
+    structured = result["structuredContent"] if isinstance(result, dict) else result.structured_content
+    assert isinstance(structured, dict)
+    return structured
+
+
+PARIS = "what time is it in Paris?"
+CATCH_ALL = {"browser__wait_for": {"text": "what time is it in Paris"}}
+
+
+async def test_a_wrong_zone_is_decoded_again_among_the_zones_the_request_names_and_the_time_tool_is_called():
+    core = Core([("time__get_current_time", 0.5), ("browser__wait_for", 0.49)])
+    generator = Generator(
+        {"time__get_current_time": {"timezone": "Europe/London"}, **CATCH_ALL},
+        {"time__get_current_time": {"timezone": "Europe/Paris"}},
+    )
+    engine = Engine({"time__get_current_time": -10.0, "browser__wait_for": -20.0})
+    structured = await run(core, generator, engine, PARIS)
+    assert structured["status"] == "called", structured
+    assert core.called == [("time__get_current_time", {"timezone": "Europe/Paris"})]
+    assert generator.calls == [
+        ("time__get_current_time", None),
+        ("time__get_current_time", {"timezone": ["Europe/Paris"]}),
+    ]
+    trace = structured["trace"]
+    assert trace["routing"] == "reranked" and trace["checked"][0]["narrowed"] == ["timezone"], trace
+    assert {"route", "rerank", "fill", "call"} <= set(trace["timings_ms"]), trace
+
+
+async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_ranked_tool():
+    core = Core([("time__get_current_time", 0.5), ("browser__wait_for", 0.49)])
+    request = "what time is it in Atlantis?"  # no zone to narrow to: the time tool's zone stays invented
+    generator = Generator(
+        {"time__get_current_time": {"timezone": "Europe/London"}, "browser__wait_for": {"text": request}}, {}
+    )
+    engine = Engine({"time__get_current_time": -10.0, "browser__wait_for": -20.0})
+    structured = await run(core, generator, engine, request)
+    assert core.called == [] and structured["status"] == "ambiguous", structured
+    checked = structured["trace"]["checked"]
+    assert [c["tool"] for c in checked] == ["time__get_current_time", "browser__wait_for"], checked
+    assert checked[1]["echoed"] == 1 and checked[1]["evidence"] == 0, checked
+
+
+async def test_a_fall_back_is_called_only_with_evidence_from_the_request_and_a_likelihood_above_no_tool():
+    core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
+    convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
+    generator = Generator({"time__convert_time": convert, "time__get_current_time": {"timezone": "Asia/Tokyo"}}, {})
+    engine = Engine({"time__convert_time": -10.0, "time__get_current_time": -12.0})
+    structured = await run(core, generator, engine, "what time is it in Tokyo?")
+    assert core.called == [("time__get_current_time", {"timezone": "Asia/Tokyo"})], structured
+    assert structured["trace"]["routing"] == "grounded"
+    unlikely = Engine({"time__convert_time": -10.0, "time__get_current_time": -50.0})  # below no tool (-40)
+    core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
+    structured = await run(core, generator, unlikely, "what time is it in Tokyo?")
+    assert core.called == [] and structured["status"] == "ambiguous", structured
+
+
+async def test_a_best_candidate_filled_only_by_an_echo_is_proposed_with_the_others_not_called():
+    core = Core([("browser__wait_for", 0.5), ("time__get_current_time", 0.3)])
+    generator = Generator({**CATCH_ALL, "time__get_current_time": {"timezone": "Europe/London"}}, {})
+    engine = Engine({"time__get_current_time": -30.0, "browser__wait_for": -10.0})
+    structured = await run(core, generator, engine, PARIS)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["call"] == {"name": "browser__wait_for", "arguments": CATCH_ALL["browser__wait_for"]}
+    assert "repeat the request" in structured["doubt"]
+    assert [c["name"] for c in structured["candidates"]] == ["browser__wait_for", "time__get_current_time"]
+    assert structured["trace"]["routing"] == "uncertain"
+
+
+async def test_an_automatic_choice_that_is_not_sure_is_re_ranked_like_any_other():
+    core = Core([("browser__wait_for", 0.9), ("time__get_current_time", 0.3)], automatic=True)
+    generator = Generator(
+        {**CATCH_ALL, "time__get_current_time": {"timezone": "Europe/London"}},
+        {"time__get_current_time": {"timezone": "Europe/Paris"}},
+    )
+    engine = Engine({"time__get_current_time": -10.0, "browser__wait_for": -20.0})
+    structured = await run(core, generator, engine, PARIS)
+    assert core.called == [("time__get_current_time", {"timezone": "Europe/Paris"})], structured
+    trace = structured["trace"]
+    assert "repeat the request" in trace["automatic_doubt"] and trace["routing"] == "reranked", trace
+    assert [name for name, _ in generator.calls].count("browser__wait_for") == 1  # filled once, reused
