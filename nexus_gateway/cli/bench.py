@@ -208,6 +208,79 @@ def run_(
     out.print_json(text)
 
 
+@app.command("run-catalog")
+def run_catalog(
+    tools: Annotated[
+        Path, typer.Option(help="tools.json of the catalog (each tool's `server` becomes a stub upstream).")
+    ],
+    cases: Annotated[Path, typer.Option(help="cases.jsonl over that catalog (DESIGN.md's format).")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N cases.")] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="The gateway's state (index, compiled blocks): kept between runs (default: a folder per catalog)."
+        ),
+    ] = None,
+    setting: Annotated[
+        list[str],
+        typer.Option("--set", help='A nexus setting for this run, NAME=JSON (e.g. rerank_k=3, run_mode="signature").'),
+    ] = [],  # noqa: B006
+    log_level: Annotated[str, typer.Option(help="Log level (stderr).")] = "warning",
+) -> None:
+    """`run` end to end on a real catalog served by stub upstreams: what it did for each case (called, proposed,
+    ambiguous, invalid), right / wrong tool called, latency p50/p95 and its stages (route, re-rank, fill, call)."""
+    import hashlib
+
+    import anyio
+
+    from nexus_gateway.bench.run_catalog import Outcome
+    from nexus_gateway.bench.run_catalog import run_catalog as measure
+    from nexus_gateway.cli._run import setup_logging
+    from nexus_gateway.evals.dataset import load_cases
+
+    setup_logging(log_level)
+    nexus: dict[str, Any] = {}
+    for item in setting:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter("NAME=JSON", param_hint="--set")
+        try:
+            nexus[name.strip()] = json.loads(value)
+        except ValueError:
+            nexus[name.strip()] = value
+    chosen = load_cases(cases, limit)
+    if state_dir is None:
+        digest = hashlib.sha256(tools.read_bytes()).hexdigest()[:12]
+        state_dir = default_state_dir_root() / f"bench-run-catalog-{digest}"
+    colors = {"right": "green", "wrong_called": "bold red", "missed": "yellow", "invalid": "red"}
+
+    def report(number: int, total: int, outcome: Outcome) -> None:
+        color = colors.get(outcome.verdict, "magenta")
+        arguments = json.dumps(outcome.arguments, ensure_ascii=False) if outcome.arguments is not None else ""
+        stages = " ".join(f"{k} {v:.0f}" for k, v in outcome.timings_ms.items() if v >= 1)
+        shown = f" ({', '.join(outcome.candidates[:3])})" if outcome.status in ("ambiguous", "proposed") else ""
+        err.print(
+            f"[{number}/{total}] [{color}]{outcome.verdict}[/] {escape(outcome.case.id)} {outcome.status} "
+            f"{escape(str(outcome.tool or '-'))} {escape(arguments[:120])}{escape(shown)} "
+            f"[dim]{outcome.seconds * 1000:.0f} ms: {stages}[/]",
+            soft_wrap=True,
+            highlight=False,
+        )
+
+    result = anyio.run(lambda: measure(tools, chosen, state_dir=state_dir, nexus=nexus, progress=report))
+    result["command"] = {"tools": str(tools), "cases": str(cases), "limit": limit, "set": setting}
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(json.dumps(result["summary"]))
+
+
+def default_state_dir_root() -> Path:
+    """Where `bench run-catalog` keeps a catalog's state between runs (the index takes minutes to build)."""
+    return Path.home() / ".cache" / "nexus-gateway"
+
+
 @app.command()
 def routing(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
