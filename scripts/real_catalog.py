@@ -30,7 +30,11 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _verify import PYTHON, REPO, free_port, gateway_env, git_commit, healthz, log, start, stop, tree_rss_kib
 
-DEFAULT_CONFIG = Path("/work/shared/data/dev/real_servers/real-servers.json")
+DEFAULT_CONFIG = (
+    Path(os.environ.get("REAL_SERVERS_DATA") or REPO.parent / "shared" / "data" / "dev" / "real_servers")
+    / "real-servers.json"
+)
+"""The workspace's 44-server catalog beside this repository, or in $REAL_SERVERS_DATA."""
 
 
 async def probe_one(name: str, spec: Any, timeout: float) -> dict[str, Any]:
