@@ -118,6 +118,15 @@ def test_the_architecture_page_states_the_layers_the_layer_test_checks():
     assert stated in " ".join(text.split())
 
 
+def test_the_readmes_links_point_at_files_that_exist():
+    """The README is read on the forge, outside the site: its relative links are checked here."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    relative = [target for target in targets if "://" not in target]
+    assert len(relative) > 10
+    assert sorted(target for target in relative if not (ROOT / target).exists()) == []
+
+
 def test_the_readme_is_a_front_page():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_LINES, f"README.md has {len(lines)} lines; move the detail to docs/"
