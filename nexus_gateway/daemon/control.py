@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import psutil
 
+from nexus_gateway.daemon import peer
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import DaemonError
 from nexus_gateway.runtime import preamble
@@ -21,7 +22,10 @@ async def ask(files: DaemonFiles, kind: str) -> dict[str, Any]:
     """The daemon's answer to a control preamble of `kind`; `DaemonError` when no daemon answers."""
     try:
         with anyio.fail_after(ANSWER_TIMEOUT):
-            reader, writer = await asyncio.open_unix_connection(str(files.socket))
+            sock = peer.connect(files)
+            if sock is None:
+                raise DaemonError(f"nothing listens on {files.socket}")
+            reader, writer = await asyncio.open_unix_connection(sock=sock)
             try:
                 writer.write(preamble.line(kind))
                 await writer.drain()

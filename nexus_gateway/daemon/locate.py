@@ -15,12 +15,47 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
 from nexus_gateway.daemon.lock import lock_held
+
+
+def _problem(path: Path, st: os.stat_result) -> str | None:
+    me = os.getuid()
+    if st.st_uid != me:
+        return f"{path} is owned by uid {st.st_uid}, not by you (uid {me}): another user may have made it"
+    if st.st_mode & 0o022:
+        who = " and ".join(w for w, bit in (("its group", 0o020), ("others", 0o002)) if st.st_mode & bit)
+        return f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); it must be private to you"
+    return None
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why `folder` cannot be trusted to hold the daemon's socket, or None (also None when it is absent)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"{folder} is a symbolic link; the daemon's folder must be a real directory"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a directory"
+    return _problem(folder, st)
+
+
+def socket_problem(path: Path) -> str | None:
+    """Why the socket at `path` cannot be trusted, or None (also None when it is absent)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(st.st_mode):
+        return f"{path} is not a socket"
+    return _problem(path, st)
 
 
 @dataclass(frozen=True)
@@ -91,7 +126,9 @@ class DaemonFiles:
         return lock_held(self.lock)
 
     def make_folder(self) -> None:
-        """The folder, created (with its parents) and kept private to the user (0700)."""
+        """The folder, created (with its parents) and kept private to the user (0700). One that is not the
+        user's own directory is left as it is (`folder_problem` says why it cannot be used)."""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self.folder.stat().st_mode & 0o077:
+        st = os.lstat(self.folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077:
             os.chmod(self.folder, 0o700)

@@ -26,8 +26,8 @@ import anyio
 
 from nexus_gateway import __version__
 from nexus_gateway.config import GatewayConfig
-from nexus_gateway.daemon.locate import DaemonFiles, DaemonInfo
-from nexus_gateway.errors import DaemonRunning
+from nexus_gateway.daemon.locate import DaemonFiles, DaemonInfo, folder_problem
+from nexus_gateway.errors import DaemonError, DaemonRunning
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.runtime import _heap, preamble
 from nexus_gateway.runtime.statefile import save_json
@@ -85,6 +85,8 @@ class Daemon:
         """Serve until stopped (the caller holds the lock)."""
         files = self.files
         files.make_folder()
+        if (problem := folder_problem(files.folder)) is not None:
+            raise DaemonError(f"refusing to serve: {problem}. Set nexus.state_dir to a folder only you can write")
         files.info.unlink(missing_ok=True)  # a killed daemon's; the lock says none runs now
         self.config.nexus.auth_tokens = [*self.config.nexus.auth_tokens, ensure_token(files)]
         try:

@@ -2,9 +2,11 @@
 
     host --stdio--> connect --daemon.sock--> daemon (one gateway, one set of upstreams, one model)
 
-1. Connect to `<state_dir>/daemon/daemon.sock`. When nothing answers and no daemon holds the lock, start
-   `nexus-gateway daemon --config FILE` detached (its own session, so it outlives this host; its output
-   appended to `daemon.log`), then retry until it listens, at most `wait` seconds. Two shims starting at
+1. Connect to `<state_dir>/daemon/daemon.sock`, only when the folder, the socket and the process listening
+   are the user's own (peer.py): else refuse, before a byte is sent. When nothing answers and no daemon
+   holds the lock, start `nexus-gateway daemon --config FILE` detached (its own session, so it outlives
+   this host; its output appended to `daemon.log`), then retry until it listens (a full listen queue is
+   tried again too), at most `wait` seconds. Two shims starting at
    once may both start one: the lock lets one run and the other exit, and both shims attach to the winner.
 2. Send the preamble (the profile), read the daemon's answer.
 3. Relay bytes both ways, unchanged, until either side closes: the host's EOF is passed on as a
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -31,6 +34,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from nexus_gateway.daemon import peer
 from nexus_gateway.daemon.locate import DaemonFiles
 from nexus_gateway.errors import DaemonError
 from nexus_gateway.runtime import preamble
@@ -70,16 +74,20 @@ def _log_tail(files: DaemonFiles) -> str:
 
 
 async def _open(files: DaemonFiles) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-    try:
-        return await asyncio.open_unix_connection(str(files.socket), limit=CHUNK)
-    except (FileNotFoundError, ConnectionRefusedError):
+    """Streams to the user's own daemon (peer.py checks the folder, the socket and the listener's uid), or
+    None when none listens yet or its queue is full."""
+    sock = peer.connect(files)
+    if sock is None:
         return None
+    return await asyncio.open_unix_connection(sock=sock, limit=CHUNK)
 
 
 async def attach(
     files: DaemonFiles, config: Path, *, wait: float = START_WAIT
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection to the daemon's socket, starting the daemon when none runs."""
+    """A connection to the daemon's socket, starting the daemon when none runs; "not yet" (no socket, nothing
+    listening, a full queue) is tried again with a growing, jittered pause, at most `wait` seconds in all."""
+    peer.check_folder(files)
     opened = await _open(files)
     started: subprocess.Popen[bytes] | None = None
     delay = 0.01
@@ -94,7 +102,7 @@ async def attach(
                         f"the daemon exited with status {started.returncode} before it listened "
                         f"(log: {files.log}):\n{_log_tail(files)}"
                     )
-                await anyio.sleep(delay)
+                await anyio.sleep(delay * (0.5 + random.random()))  # jitter: a burst of shims spreads out
                 delay = min(delay * 2, 0.2)
                 opened = await _open(files)
     except TimeoutError:

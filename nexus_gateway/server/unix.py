@@ -45,6 +45,16 @@ Control = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 """Answers one control preamble (its body) with the body of the answer line."""
 
 
+def listen_backlog() -> int:
+    """The longest listen queue the system allows (`net.core.somaxconn` on Linux), so a burst of hosts
+    connecting at once waits in the queue instead of being refused."""
+    try:
+        with open("/proc/sys/net/core/somaxconn", encoding="ascii") as handle:
+            return max(int(handle.read().strip()), socket.SOMAXCONN)
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
+
+
 def listen_unix(path: Path) -> socket.socket:
     """A listening, non-blocking socket at `path` (a stale file there is replaced), mode 0600."""
     if len(os.fsencode(path)) > _SUN_PATH_MAX:
@@ -56,7 +66,7 @@ def listen_unix(path: Path) -> socket.socket:
     try:
         sock.bind(str(path))
         os.chmod(path, 0o600)
-        sock.listen(64)
+        sock.listen(listen_backlog())
     except OSError as exc:
         sock.close()
         raise NexusError(f"cannot listen on {path}: {exc.strerror}") from None
