@@ -266,3 +266,31 @@ def narrowed_schema(schema: Mapping[str, Any], narrowed: Mapping[str, Sequence[A
         spec = {k: v for k, v in _mapping(properties, name).items() if k not in ("pattern", "format", "enum")}
         properties[name] = {**spec, "enum": list(values)}
     return {**schema, "properties": properties}
+
+
+def salient_values(request: str) -> list[str]:
+    """The request's most specific values: URLs, e-mail addresses and paths (what a tool it is meant for
+    takes as an argument)."""
+    urls = _spans(_URL, request)
+    emails = _spans(_EMAIL, request)
+    rest = _URL.sub(" ", request)
+    paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
+    return list(dict.fromkeys([*urls, *emails, *paths]))
+
+
+def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The request's salient values when the arguments use none of them (a tool without parameters, or
+    one filled from other words, for "read the file /tmp/hello.txt"); empty when it has none or one is used."""
+    salient = salient_values(request)
+    written = "\n".join(_strings(arguments)).lower()
+    if not salient or any(value.lower() in written for value in salient):
+        return []
+    return salient
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [str(value)] if value is not None else []

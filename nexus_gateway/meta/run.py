@@ -40,7 +40,7 @@ from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
-from nexus_gateway.generation.grounding import Grounding, grounding, narrowing
+from nexus_gateway.generation.grounding import Grounding, grounding, ignores_request, narrowing
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.routing import gate
@@ -71,6 +71,8 @@ class Candidate:
     grounding: Grounding
     narrowed: tuple[str, ...] = ()
     """Parameters decoded again among the request's own values of their kind (grounding.narrowing)."""
+    ignored: tuple[str, ...] = ()
+    """The request's paths, URLs and e-mail addresses when the arguments use none of them."""
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -86,7 +88,7 @@ class Candidate:
     def sure(self) -> bool:
         """Fillable, with no value that merely echoes the request and no fact left to ask for: the best
         candidate is called when it is sure."""
-        return self.fillable and self.grounding.echoed == 0 and not self.missing
+        return self.fillable and self.grounding.echoed == 0 and not self.missing and not self.ignored
 
     @property
     def grounded(self) -> bool:
@@ -106,6 +108,8 @@ class Candidate:
             return f"the request does not give {', '.join(self.missing)}"
         if self.grounding.echoed:
             return "its arguments only repeat the request, which says nothing of whether this tool fits"
+        if self.ignored:
+            return f"it takes none of the request's values ({', '.join(self.ignored)})"
         return "the request does not support its arguments"
 
     def summary(self) -> dict[str, Any]:
@@ -118,6 +122,7 @@ class Candidate:
             "evidence": self.grounding.evidence,
             **({"narrowed": list(self.narrowed)} if self.narrowed else {}),
             **({"missing": list(self.missing)} if self.missing else {}),
+            **({"ignored": list(self.ignored)} if self.ignored else {}),
         }
 
 
@@ -333,7 +338,9 @@ class Runner:
     ) -> Candidate:
         record = self.gateway.resolve(result.name)
         generated = await generator.generate(session, record, query)
-        return Candidate(result, record, generated, grounding(query, record.input_schema, generated.arguments or {}))
+        arguments = generated.arguments or {}
+        ignored = tuple(ignores_request(query, arguments))
+        return Candidate(result, record, generated, grounding(query, record.input_schema, arguments), ignored=ignored)
 
     async def _tightened(
         self, generator: ArgumentGenerator, session: Session, query: str, candidate: Candidate
@@ -348,12 +355,14 @@ class Runner:
         if not narrowed:
             return candidate
         generated = await generator.generate(session, record, query, narrowed=narrowed)
+        arguments = generated.arguments or {}
         tighter = Candidate(
             candidate.result,
             record,
             generated,
-            grounding(query, record.input_schema, generated.arguments or {}),
+            grounding(query, record.input_schema, arguments),
             tuple(narrowed),
+            tuple(ignores_request(query, arguments)),
         )
         better = tighter.generated.schema_valid and tighter.grounding.invented < candidate.grounding.invented
         return tighter if better else candidate

@@ -31,6 +31,8 @@ TOOLS = {
         "required": ["source_timezone", "time", "target_timezone"],
     },
     "browser__wait_for": {"properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "hello__debug": {"properties": {}},
+    "files__read_text_file": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
 }
 
 
@@ -201,3 +203,19 @@ async def test_an_automatic_choice_that_is_not_sure_is_re_ranked_like_any_other(
     trace = structured["trace"]
     assert "repeat the request" in trace["automatic_doubt"] and trace["routing"] == "reranked", trace
     assert [name for name, _ in generator.calls].count("browser__wait_for") == 1  # filled once, reused
+
+
+async def test_a_tool_that_takes_none_of_the_requests_paths_is_not_called_when_one_that_does_fits():
+    """ "read the file /tmp/hello.txt": a server called hello must not win with a tool that takes no path."""
+    request = "read the file /tmp/hello.txt"
+    plain = {"hello__debug": {}, "files__read_text_file": {"path": "/tmp/hello.txt"}}
+    core = Core([("hello__debug", 0.9), ("files__read_text_file", 0.4)], automatic=True)
+    engine = Engine({"hello__debug": -9.0, "files__read_text_file": -10.0})  # even when the model prefers it
+    structured = await run(core, Generator(plain, {}), engine, request)
+    assert core.called == [("files__read_text_file", {"path": "/tmp/hello.txt"})], structured
+    assert structured["trace"]["routing"] == "grounded"
+    assert structured["trace"]["checked"][0]["ignored"] == ["/tmp/hello.txt"]
+    core = Core([("hello__debug", 0.9)], automatic=True)  # nothing better: proposed, never called
+    structured = await run(core, Generator(plain, {}), Engine({"hello__debug": -9.0}), request)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert "takes none of the request's values (/tmp/hello.txt)" in structured["doubt"]
