@@ -70,9 +70,14 @@ def _embedder(spec: str, cache: Path | None = None) -> Any:
 
 
 def _run(tools: Path, cases: Path, distractors: list[Path], sizes: list[int], **kw: Any) -> dict[str, Any]:
-    from nexus_gateway.evals.routing import evaluate_routing
+    from nexus_gateway.evals.routing import evaluate_routing, restrict_to_examples
 
     pool, loaded = _load(tools, cases, distractors, kw.pop("limit"), kw["seed"])
+    examples_only, use_examples = kw.pop("examples_only", False), kw.pop("use_examples", True)
+    if examples_only and kw.get("examples") is not None:
+        pool, loaded = restrict_to_examples(pool, loaded, kw["examples"])
+    if not use_examples:
+        kw["examples"] = None
     embedder = kw.pop("embedder")
     from rich.progress import Progress
 
@@ -179,10 +184,28 @@ def eval_routing(
         Path | None, typer.Option("--details", help="With --rerank: every re-ranked case here, one JSON line each.")
     ] = None,
     embed_cache: EmbedCacheOption = None,
+    examples: Annotated[
+        Path | None,
+        typer.Option(help="Usage examples (an `index examples` file), indexed beside the tools as the gateway does."),
+    ] = None,
+    examples_only: Annotated[
+        bool,
+        typer.Option(help="With --examples: only the tools it covers and the cases whose gold tool it covers."),
+    ] = False,
+    without_examples: Annotated[
+        bool, typer.Option(help="With --examples-only: the same tools and cases, their examples not indexed.")
+    ] = False,
 ) -> None:
     """Top-1 and recall@5 of routing among N tools (the gold one and N-1 seeded distractors), and the gate;
     with --rerank, top-1 when the local model chooses among the top k below the gate, and its time."""
     method = "lexical" if embedder == "bm25" else fusion
+    usage = None
+    if examples is not None:
+        from nexus_gateway.generation.example_cache import load_examples
+
+        if not examples.is_file():
+            raise NexusError(f"{examples}: no such examples file (write one with `nexus-gateway index examples`)")
+        usage = load_examples(examples)
     embedded = _embedder(embedder, embed_cache)
     threshold = tau if tau is not None else _default_tau(embedded.name, method)
     report = _run(
@@ -195,6 +218,9 @@ def eval_routing(
         embedder=embedded,
         method=method,
         tau=threshold,
+        examples=usage,
+        examples_only=examples_only,
+        use_examples=not without_examples,
     )
     if embed_cache is not None:
         embedded.save()
@@ -229,21 +255,22 @@ def eval_routing(
         json_out.write_text(json.dumps(report, indent=2) + "\n")
 
 
-def _tuning_set(spec: str, distractors: list[Path], seed: int) -> Any:
-    """`NAME=TOOLS,CASES,SIZE[,LIMIT]` (SIZE `all`: the whole pool) as a `TuningSet`."""
+def _tuning_set(spec: str, seed: int) -> Any:
+    """`NAME=TOOLS[+DISTRACTORS...],CASES,SIZE[,LIMIT]` (SIZE `all`: the whole pool) as a `TuningSet`."""
     from nexus_gateway.evals.fields import TuningSet
 
     name, _, rest = spec.partition("=")
     parts = rest.split(",")
     if not name or len(parts) not in (3, 4):
-        raise typer.BadParameter(f"{spec!r}: expected NAME=TOOLS,CASES,SIZE[,LIMIT]", param_hint="--set")
+        raise typer.BadParameter(f"{spec!r}: expected NAME=TOOLS[+DISTRACTORS],CASES,SIZE[,LIMIT]", param_hint="--set")
     try:
         size = 10**9 if parts[2] == "all" else int(parts[2])
         limit = int(parts[3]) if len(parts) == 4 else None
     except ValueError:
         message = f"{spec!r}: SIZE and LIMIT are integers (SIZE may be 'all')"
         raise typer.BadParameter(message, param_hint="--set") from None
-    pool, loaded = _load(Path(parts[0]), Path(parts[1]), distractors, limit, seed)
+    tools, *distractors = (Path(path) for path in parts[0].split("+"))
+    pool, loaded = _load(tools, Path(parts[1]), distractors, limit, seed)
     return TuningSet(name, pool, loaded, min(size, len(pool)))
 
 
@@ -252,10 +279,11 @@ def eval_fields(
     sets: Annotated[
         list[str],
         typer.Option(
-            "--set", help="A development set NAME=TOOLS,CASES,SIZE[,LIMIT] (SIZE 'all': the whole pool); repeatable."
+            "--set",
+            help="A development set NAME=TOOLS[+DISTRACTORS...],CASES,SIZE[,LIMIT] (SIZE 'all': the whole pool; "
+            "DISTRACTORS: more tools.json files to draw from); repeatable.",
         ),
     ],
-    distractors: Annotated[list[Path], typer.Option(help="More tools.json files to draw distractors from.")] = [],  # noqa: B006
     seed: Annotated[int, typer.Option(help="Seed for distractors and sampling.")] = 0,
     embedder: EmbedderOption = "default",
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the whole grid here.")] = None,
@@ -266,7 +294,7 @@ def eval_fields(
     the fusion weight) on development sets, by mean top-1 over the sets. Never pass a held-out set."""
     from nexus_gateway.evals.fields import search_fields
 
-    chosen = [_tuning_set(spec, distractors, seed) for spec in sets]
+    chosen = [_tuning_set(spec, seed) for spec in sets]
     with err.status("field grid") as status:
         report = search_fields(chosen, _embedder(embedder, embed_cache), seed=seed, progress=status.update)
     table = Table(title=f"field weights: {len(report['grid'])} points, {report['embedder']}", title_justify="left")
@@ -302,6 +330,7 @@ def calibrate_routing(
     out_path: Annotated[
         Path | None, typer.Option("--out", help="Where to store it (default: the shipped calibration file).")
     ] = None,
+    embed_cache: EmbedCacheOption = None,
 ) -> None:
     """Choose the margin gate's tau: the smallest margin whose automatic decisions reach the target precision."""
     from nexus_gateway.evals.routing import ToolPool, score_cases
@@ -309,9 +338,11 @@ def calibrate_routing(
     from nexus_gateway.routing.hybrid import DEFAULT_CALIBRATION
 
     pool_tools, loaded = _load(tools, cases, distractors, limit, seed)
-    model = _embedder(embedder)
+    model = _embedder(embedder, embed_cache)
     pool = ToolPool(pool_tools, model)
     queries = model.embed_batch([case.query for case in loaded])
+    if embed_cache is not None:
+        model.save()
     scored = score_cases(pool, loaded, queries, size, seed, fusion)  # type: ignore[arg-type]
     margins, correct = [s.margin for s in scored], [s.gold_rank == 1 for s in scored]
     tau, precision, coverage = calibrate_tau(margins, correct, target_precision)

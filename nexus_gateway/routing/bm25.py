@@ -69,7 +69,7 @@ def tokenize(text: str) -> list[str]:
     return [_stem(word) for word in words if word not in STOPWORDS]
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def term_counts(text: str) -> tuple[tuple[str, int], ...]:
     """Each term of a tool text with its count; remembered, since a growing index (a cold start publishes one
     after every batch it embeds) indexes the same texts again and again (843 tools: 27 times each)."""

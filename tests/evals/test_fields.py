@@ -67,10 +67,11 @@ def test_the_grid_ranks_points_by_mean_top1_and_reports_the_current_defaults():
 
 def test_eval_fields_writes_the_grid_as_json(tmp_path: Path):
     tools, cases = write_labelled_set(tmp_path, TOOLS, [vars(case) | {"alternatives": []} for case in CASES])
-    out = tmp_path / "grid.json"
-    spec = f"toy={tools},{cases},all"
+    out, extra = tmp_path / "grid.json", tmp_path / "extra.json"
+    extra.write_text(json.dumps([_tool("maps", "directions", "Directions between two places")]))
+    spec = f"toy={tools}+{extra},{cases},all"  # the set's tools and, after +, distractors
     result = cli("eval", "fields", "--set", spec, "--embedder", "hashing", "--json", str(out), timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
-    assert report["sets"] == [{"name": "toy", "cases": 2, "tools": 4, "size": 4}]
+    assert report["sets"] == [{"name": "toy", "cases": 2, "tools": 5, "size": 5}]
     assert report["current"] is not None and len(report["grid"]) > 100
