@@ -52,12 +52,14 @@ def schema_problems(schema: dict[str, Any], arguments: dict[str, Any], *, key: s
     validator = _validator_for(schema, key)
     if validator is None:
         return []
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+    except RecursionError:  # a recursive schema followed down arguments nested deeper than Python recurses
+        return ["(arguments): nested too deeply to check against the tool's schema; send them less nested."]
     problems = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in errors[:_MAX_PROBLEMS]:
         path = "/".join(str(part) for part in error.absolute_path)
         problems.append(f"{path or '(arguments)'}: {error.message}")
-        if len(problems) == _MAX_PROBLEMS:
-            break
     return problems
 
 

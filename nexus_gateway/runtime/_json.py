@@ -9,7 +9,10 @@ it would, these functions give what `json` gives:
   them; a line with a run of 19 digits is read by `json`, and an object orjson refuses is written by it;
 - `NaN`, `Infinity`, lone surrogates, keys that are not strings: orjson refuses to read them; `json`
   reads them;
-- bytes that are not UTF-8: both refuse (`ValueError`, as `json.loads(data.decode())` raises).
+- bytes that are not UTF-8: both refuse (`ValueError`, as `json.loads(data.decode())` raises);
+- JSON nested more than `MAX_DEPTH` deep: `loads` refuses it (`TooDeep`, a `ValueError`), as the SDK's own
+  parser does (pydantic's, on every path the fast path skips), where `json` would raise `RecursionError` (or,
+  below Python's recursion limit, return a value that validation, `repr` and writing it on again may fail on).
 
 `dumps` writes what `json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()` writes, up to
 the spelling of floats (both give the shortest form that reads back the same number), except that `NaN` and
@@ -29,17 +32,61 @@ _LONG_RUN = b"9" * 19
 (strings too: reading such a line with `json` is slower, never different). Found by translating every digit
 to a 9: five times faster than `re.search(rb"\\d{19}")`, which cost more than orjson's whole parse."""
 
+MAX_DEPTH = 200
+"""The deepest nesting read: what pydantic's JSON parser (jiter) takes, so a line the fast path refuses for
+its depth is one the SDK's path refuses too. Far below Python's recursion limit (1000), so whatever handles a
+value read here (jsonschema, `repr`, `json.dumps`) never meets it."""
+
+
+class TooDeep(ValueError):
+    """The JSON nests deeper than `MAX_DEPTH`."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the JSON nests more than {MAX_DEPTH} levels deep")
+
+
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def loads(data: bytes | bytearray) -> Any:
-    """What `json.loads(data.decode())` returns (and raises: a `ValueError`)."""
+    """What `json.loads(data.decode())` returns (and raises: a `ValueError`), and `TooDeep` for JSON nested
+    more than `MAX_DEPTH` deep."""
     if _LONG_RUN not in data.translate(_DIGITS_AS_NINES):
         try:
-            return orjson.loads(data)
+            value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            pass  # something only `json` accepts (NaN, a lone surrogate), or an error for it to word
-    return json.loads(data.decode())
+            pass  # something only `json` accepts (NaN, a lone surrogate), too deep, or an error for it to word
+        else:
+            return _checked(value, data)
+    try:
+        value = json.loads(data.decode())
+    except RecursionError:
+        raise TooDeep from None
+    return _checked(value, data)
+
+
+def _checked(value: Any, data: bytes | bytearray) -> Any:
+    """`value`, read from `data`, unless it nests more than `MAX_DEPTH` deep. Nesting that deep needs that many
+    brackets: a line with fewer (every usual one) is not walked."""
+    if len(data) <= 2 * MAX_DEPTH or data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return value
+    if too_deep(value):
+        raise TooDeep
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests lists and dicts more than `limit` deep (without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def dumps(value: Any) -> bytes:

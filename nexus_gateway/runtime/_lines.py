@@ -41,14 +41,20 @@ class Oversized:
 
     def response_id(self) -> int | str | None:
         """The id of the JSON-RPC response this line carried, or None when it was not a response."""
-        head = _RESPONSE_HEAD.match(self.head)
-        if head is None:
-            return None
-        found = head.group(1) or ((tail := _ID_TAIL.search(self.tail)) and tail.group(1))
-        if not found:
-            return None
-        value = json.loads(found)
-        return value if isinstance(value, int | str) else None
+        return response_id(self.head, self.tail)
+
+
+def response_id(head: bytes | bytearray, tail: bytes | bytearray) -> int | str | None:
+    """The id of the JSON-RPC response a line that starts with `head` and ends with `tail` carries, read
+    without parsing the line (it may be too long, or nest too deep, to parse); None when it is no response."""
+    start = _RESPONSE_HEAD.match(head)
+    if start is None:
+        return None
+    found = start.group(1) or ((end := _ID_TAIL.search(tail)) and end.group(1))
+    if not found:
+        return None
+    value = json.loads(found)
+    return value if isinstance(value, int | str) else None
 
 
 class LineFramer:

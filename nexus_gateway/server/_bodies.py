@@ -1,11 +1,12 @@
-"""A POST to /mcp that is no valid JSON-RPC message is answered with its own id.
+"""A POST to /mcp (or to SSE's /messages/) that is no valid JSON-RPC message is answered with its own id.
 
 The SDK's streamable-HTTP entries (the session transport of the handshake era and the per-request
 entry of 2026-07-28) answer a body that fails validation (say `params` given as a list) with an error
 whose id is `null`, although the request's id can be read, so the client never learns which of its
 requests failed. This wrapper validates the body first and answers such a request itself, with the id
-it carries (`_rejects.rejection`, as stdio does); everything else, unparseable bodies included, goes
-on to the SDK untouched.
+it carries (`_rejects.rejection`, as stdio does: a body nested too deep to parse too); everything else,
+bodies whose id cannot be read included, goes on to the SDK untouched. SSE's POST endpoint answers with a
+plain-text 400 and no id; wrapped alike, its 400 carries the JSON-RPC error with the id.
 """
 
 from __future__ import annotations

@@ -109,10 +109,19 @@ async def line_streams(
         assert taker is not None
         if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
             return None  # read as usual: the reading task waits for the pipe to drain
+        return taken(line)
+
+    def taken(line: bytes) -> bool:
+        """Whether the taker served `line`; whatever it raises, the line is left to the SDK's server, which
+        answers it (nothing a host sends may end the session)."""
+        assert taker is not None
         try:
             return taker.take(line)
-        except Exception:  # as if left: the SDK's server answers it
-            logger.exception("the fast path failed on an input line")
+        except Exception as exc:  # as if left: the SDK's server answers it
+            logger.error(
+                "the fast path failed on an input line (%s: %s); the SDK's path serves it", type(exc).__name__, exc
+            )
+            logger.debug("the fast path's failure", exc_info=exc)
             return False
 
     framer = LineFramer(LINE_LIMIT)
@@ -140,14 +149,14 @@ async def line_streams(
             logger.error("dropped an input line longer than %d bytes", LINE_LIMIT)
             await read_writer.send(ValueError(f"an input line of {line.size} bytes is over the limit"))
             return
-        if taker is not None and not offered and taker.take(bytes(line)):
+        if taker is not None and not offered and taken(bytes(line)):
             if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
                 with suppress(ConnectionError, RuntimeError):
                     await writer.drain()  # a host slow to read its answers is read more slowly
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # pydantic's ValidationError is a ValueError
             answer = rejection(bytes(line))
             if answer is None:
                 logger.warning("dropped a malformed response from the host")

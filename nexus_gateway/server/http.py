@@ -208,7 +208,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
             "/mcp", endpoint=AnswerInvalidBodies(StreamableHTTPASGIApp(sessions), max_bytes=settings.max_request_bytes)
         ),
         Route("/sse", endpoint=handle_sse, methods=["GET"]),
-        Mount("/messages/", app=sse.handle_post_message),
+        Mount("/messages/", app=AnswerInvalidBodies(sse.handle_post_message, max_bytes=settings.max_request_bytes)),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),
         Mount("/ui", app=_Dashboard(gateway, login)),

@@ -31,8 +31,9 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
+from nexus_gateway.runtime import _json
 from nexus_gateway.runtime._exit import exited
-from nexus_gateway.runtime._lines import EarlyLines, LineFramer, Oversized
+from nexus_gateway.runtime._lines import EarlyLines, LineFramer, Oversized, response_id
 from nexus_gateway.upstreams._direct import DirectCalls
 from nexus_gateway.upstreams._prelaunch import adopt
 from nexus_gateway.upstreams._process_group import end_group, spawn
@@ -46,6 +47,8 @@ _EXIT_POLL = 0.25
 _PENDING_CAP = 4096
 _SETTLE_TURNS = 64
 """At most this many event-loop turns to let the SDK act on a line before a direct answer may overtake it."""
+_ID_EDGE = 4096
+"""Bytes at each end of a line that cannot be parsed where its id is looked for."""
 _WRITER_FLUSH = 0.5
 _WRITE_HIGH_WATER = 1 << 16
 """Bytes buffered for the upstream's stdin past which a direct write waits for the pipe to drain."""
@@ -77,13 +80,45 @@ def _too_large_answer(server: str, line: Oversized, cap: int, pending: OrderedDi
             cap,
         )
         return None
-    method = pending.pop(request_id)
     message = (
         f"The upstream server {server!r} answered with {line.size:,} bytes, over the gateway's limit of {cap:,} "
         f"bytes (setting `max_result_bytes`); the answer was discarded. Ask for less (a page, a filter, a smaller "
         f"range), or raise `max_result_bytes` for {server!r} in the gateway config."
     )
-    logger.warning("upstream %s: %s answer of %d bytes is over max_result_bytes (%d)", server, method, line.size, cap)
+    logger.warning(
+        "upstream %s: %s answer of %d bytes is over max_result_bytes (%d)", server, pending[request_id], line.size, cap
+    )
+    return _failed_answer(request_id, message, pending)
+
+
+def _too_deep_answer(server: str, line: bytearray, pending: OrderedDict[Any, str]) -> SessionMessage | None:
+    """The answer to the pending request `line` answers with JSON nested deeper than the gateway reads (the
+    SDK's parser refuses it too: without this the request would wait for its timeout); None when `line` is
+    anything else."""
+    try:
+        _json.loads(line)
+    except _json.TooDeep:
+        pass
+    except ValueError:
+        return None  # not JSON at all: passed up as the SDK does
+    else:
+        return None
+    request_id = response_id(line[:_ID_EDGE], line[-_ID_EDGE:])
+    if request_id is None or request_id not in pending:
+        logger.warning("upstream %s wrote a line nested more than %d deep; it was discarded", server, _json.MAX_DEPTH)
+        return None
+    logger.warning("upstream %s: %s answer nests more than %d deep", server, pending[request_id], _json.MAX_DEPTH)
+    message = (
+        f"The upstream server {server!r} answered with JSON nested more than {_json.MAX_DEPTH} levels deep, "
+        "more than the gateway reads; the answer was discarded."
+    )
+    return _failed_answer(request_id, message, pending)
+
+
+def _failed_answer(request_id: Any, message: str, pending: OrderedDict[Any, str]) -> SessionMessage:
+    """What answers the pending request `request_id` whose answer could not be taken: an `isError` result for a
+    tools/call (the model reads why), a JSON-RPC error for anything else."""
+    method = pending.pop(request_id)
     if method == "tools/call":
         result = {"content": [{"type": "text", "text": message}], "isError": True}
         return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
@@ -133,6 +168,10 @@ async def stdio_upstream(
             parsed = await anyio.to_thread.run_sync(_parse, item)
         else:
             parsed = _parse(item)
+        if isinstance(parsed, Exception) and (answer := _too_deep_answer(server, item, pending)) is not None:
+            if not (direct is not None and await direct.claim_message(_wire(answer))):
+                await read_writer.send(answer)
+            return
         if isinstance(parsed, SessionMessage) and isinstance(
             parsed.message, types.JSONRPCResponse | types.JSONRPCError
         ):

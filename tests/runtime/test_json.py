@@ -96,3 +96,19 @@ def test_bad_lines_raise_value_error(data: bytes) -> None:
 def test_objects_json_cannot_write_raise_type_error() -> None:
     with pytest.raises(TypeError):
         _json.dumps({"x": object()})
+
+
+@pytest.mark.parametrize("depth", [_json.MAX_DEPTH + 1, 1_000, 1_030, 10_000])
+@pytest.mark.parametrize("leaf", ["1", "NaN", "123456789012345678901234567890"], ids=["orjson", "nan", "bigint"])
+def test_json_nested_past_the_limit_is_refused_as_a_value_error(depth: int, leaf: str):
+    """orjson's own limit is 1024 and `json` raises RecursionError near 1000: neither reaches a caller."""
+    line = ("[" * depth + leaf + "]" * depth).encode()
+    with pytest.raises(_json.TooDeep):
+        _json.loads(line)
+
+
+def test_json_nested_up_to_the_limit_is_read_as_json_reads_it():
+    line = ("[" * (_json.MAX_DEPTH - 1) + '{"a":1}' + "]" * (_json.MAX_DEPTH - 1)).encode()
+    assert _json.loads(line) == json.loads(line)
+    wide = json.dumps([[{"a": [i]}] for i in range(500)]).encode()  # many brackets, shallow
+    assert _json.loads(wide) == json.loads(wide)
