@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from nexus_gateway.config import GatewayConfig, load_config
 from nexus_gateway.errors import NexusError
+from nexus_gateway.runtime import _startup_signals
 
 err = Console(stderr=True)
 logger = logging.getLogger("nexus_gateway")
@@ -103,6 +104,7 @@ def _user_error(exc: BaseException) -> NexusError | None:
 
 
 async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:
+    _startup_signals.in_loop()
     result: list[T] = []
 
     async def run_main(scope: anyio.CancelScope) -> None:
@@ -111,10 +113,10 @@ async def _with_signals(main: Callable[[], Awaitable[T]]) -> T:
 
     async def watch_signals(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                logger.info("received %s; shutting down", signal.Signals(signum).name)
-                scope.cancel()
-                return
+            early = _startup_signals.pending()  # one that came before this listened (_startup_signals.py)
+            signum = early if early is not None else await anext(signals)
+            logger.info("received %s; shutting down", signal.Signals(signum).name)
+            scope.cancel()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_signals, tg.cancel_scope)

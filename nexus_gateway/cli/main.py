@@ -21,10 +21,10 @@ from nexus_gateway.cli import bench, evals, import_claude, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
-from nexus_gateway.config import StdioServer
+from nexus_gateway.config import GatewayConfig, StdioServer
 from nexus_gateway.config.profiles import Profile
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.runtime import _heap
+from nexus_gateway.runtime import _heap, _startup_signals
 from nexus_gateway.upstreams._prelaunch import discard, first_launches, prelaunch
 
 app = App(
@@ -98,9 +98,25 @@ def serve(
         Profile.of(cfg.nexus, profile)
     except ConfigError as exc:
         raise ConfigError(f"{cfg.path}: --profile: {exc}") from None
-    # The first upstreams start now and import their SDKs while the gateway imports its own (_prelaunch.py).
-    prelaunch(first_launches(cfg), sys.stderr)
+    try:
+        _serve(cfg, transport=transport, profile=profile, watch=watch)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM before the event loop ran (_startup_signals.py)
+        raise typer.Exit(130) from None
 
+
+def _serve(cfg: GatewayConfig, *, transport: str, profile: str | None, watch: bool | None) -> None:
+    """`serve` once its options are checked: the upstreams started early are ended however it ends."""
+    try:
+        with _startup_signals.held():  # a process started is recorded (and so ended) before a signal interrupts
+            # The first upstreams start now and import their SDKs while the gateway imports its own (_prelaunch.py).
+            prelaunch(first_launches(cfg), sys.stderr)
+        _serve_gateway(cfg, transport=transport, profile=profile, watch=watch)
+    finally:
+        with _startup_signals.held():
+            discard()
+
+
+def _serve_gateway(cfg: GatewayConfig, *, transport: str, profile: str | None, watch: bool | None) -> None:
     from nexus_gateway.gateway import Gateway
     from nexus_gateway.reload import ConfigWatcher
 
@@ -123,10 +139,7 @@ def serve(
 
                 await serve_http(gateway, host=cfg.nexus.host, port=cfg.nexus.port, profile=profile)
 
-    try:
-        run_async(main)
-    finally:
-        discard()
+    run_async(main)
 
 
 @tools_app.callback(invoke_without_command=True)
@@ -259,4 +272,5 @@ def config_check(
 
 
 def main() -> None:
+    _startup_signals.catch()  # `python -m nexus_gateway` took them already, before the CLI's imports
     app()
