@@ -2,7 +2,9 @@
 
     ${VAR}  ${VAR:-default}      the environment (unset or empty: the default, else an error);
                                  ${PYTHON} and ${CONFIG_DIR} when the environment has no such variable
-    ${env:NAME}                  Cursor / VS Code: the environment variable, "" when unset (as they do)
+    ${env:NAME}                  Cursor / VS Code: the environment variable, "" when unset (as they do);
+                                 in a header, unset or empty is an error naming the header and the
+                                 variable (the header would go out broken: `Authorization: Bearer `)
     ${userHome}                  the user's home folder
     ${workspaceFolder}           `nexus.workspace_folder` / NEXUS_WORKSPACE_FOLDER, else the current folder
     ${workspaceFolderBasename}   its last component
@@ -88,7 +90,15 @@ class Variables:
             return "${" + body + "}"
         scope, name = scoped.groups()
         if scope == "env":
-            return self.environ.get(name, "")
+            value = self.environ.get(name, "")
+            if not value and key.startswith("headers."):
+                header = key.removeprefix("headers.")
+                raise ConfigError(
+                    f"{where}: header {header!r} uses ${{env:{name}}}, and the environment variable {name} is "
+                    f"{'empty' if name in self.environ else 'not set'}: set it (or use ${{{name}:-default}}), "
+                    "or remove the header"
+                )
+            return value
         if scope == "input":
             return self._input(name, at)
         raise ConfigError(

@@ -204,3 +204,19 @@ def test_a_utf8_file_with_a_byte_order_mark_is_read(tmp_path: Path):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(stdio()).encode())
     assert list(load_config(path, environ={}).servers) == ["a"]
+
+
+@pytest.mark.parametrize("environ", [{}, {"LINEAR_TOKEN": ""}], ids=["unset", "empty"])
+def test_a_header_whose_env_variable_is_unset_is_an_error_naming_the_header_and_the_variable(environ: dict[str, str]):
+    remote = {
+        "type": "http",
+        "url": "https://mcp.example/mcp",
+        "headers": {"Authorization": "Bearer ${env:LINEAR_TOKEN}"},
+    }
+    with pytest.raises(
+        ConfigError, match=r"f\.json: server 'linear': header 'Authorization' uses \$\{env:LINEAR_TOKEN\}"
+    ):
+        parse_config({"mcpServers": {"linear": remote}}, label="f.json", environ=environ)
+    config = parse_config({"mcpServers": {"linear": remote}}, label="f.json", environ={"LINEAR_TOKEN": "t0k"})
+    linear = config.servers["linear"]
+    assert isinstance(linear, RemoteServer) and linear.headers == {"Authorization": "Bearer t0k"}
