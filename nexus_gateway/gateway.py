@@ -38,11 +38,11 @@ from nexus_gateway.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from nexus_gateway.indexing import BackgroundIndexer
+from nexus_gateway.indexing import BackgroundIndexer, OpenWriter, UsageExamples, local_writer
 from nexus_gateway.metrics import Metrics
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.lazy import LazyRetriever
-from nexus_gateway.routing.retriever import Retriever
+from nexus_gateway.routing.retriever import Retriever, TakesExamples
 from nexus_gateway.upstreams.callbacks import HostLink
 from nexus_gateway.upstreams.pool import OpenTransport, Upstream, UpstreamPool
 
@@ -106,8 +106,10 @@ class Gateway:
         retriever: Retriever | None = None,
         state_dir: Path | None = None,
         transports: Mapping[str, OpenTransport] | None = None,
+        example_writer: OpenWriter | None = None,
     ) -> None:
-        """`transports`: per server, a transport to open in place of the configured one (in-process test upstreams)."""
+        """`transports`: per server, a transport to open in place of the configured one (in-process test upstreams);
+        `example_writer`: what writes usage examples (the local model when unset)."""
         self.config = config
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
@@ -138,6 +140,16 @@ class Gateway:
         self._starts_settled = False
         self._warm = anyio.Event()
         self.indexer = BackgroundIndexer(self.retriever, lambda: list(self.catalog))
+        self.examples: UsageExamples | None = None
+        if self.settings.usage_examples and isinstance(self.retriever, TakesExamples):
+            self.examples = UsageExamples(
+                self.retriever,
+                self.indexer,
+                lambda: list(self.catalog),
+                state / "usage_examples.json",
+                example_writer or local_writer(config),
+                active=lambda: self.mode == "routed",
+            )
         self.metrics = Metrics()
         self.activity = Activity()
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -155,6 +167,8 @@ class Gateway:
             raise
         self.start_soon(self._watch_pins)
         self.start_soon(self.indexer.run, name="indexer")
+        if self.examples is not None:
+            self.start_soon(self.examples.run, name="usage-examples")
         self.start_soon(self._index_after_start, name="index-after-start")
         return self
 
@@ -351,9 +365,16 @@ class Gateway:
         return (searchable, total) if searchable < total else None
 
     def index_status(self) -> dict[str, Any]:
-        """For /healthz: whether the embedder is loaded, how many tools are searchable, whether that is all."""
+        """For /healthz: whether the embedder is loaded, how many tools are searchable, whether that is all, and
+        how many tools have usage examples (None when they are off)."""
         loaded = self._lazy is None or self._lazy.built is not None
-        return {"loaded": loaded, "searchable": self.indexer.searchable, "current": self.indexer.current}
+        examples = None if self.examples is None else self.examples.status()
+        return {
+            "loaded": loaded,
+            "searchable": self.indexer.searchable,
+            "current": self.indexer.current,
+            "usage_examples": examples,
+        }
 
     def resolve(self, name: str) -> ToolRecord:
         record = self.catalog.get(name)

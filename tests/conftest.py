@@ -37,6 +37,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def _no_usage_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test's gateway loads the local model to write usage examples (tests/test_indexing.py gives a fake
+    writer to the ones that test them)."""
+    monkeypatch.setenv("NEXUS_USAGE_EXAMPLES", "false")
+
+
 @pytest.fixture(scope="session")
 def gen_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     """One real engine with two sessions, shared by tests/engine/test_decoding.py and tests/generation/ (the model

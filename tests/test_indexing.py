@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -11,7 +13,9 @@ import numpy as np
 import pytest
 from mcp import Client
 
+from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.generation.examples import Written
 from nexus_gateway.routing import hybrid
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
@@ -135,12 +139,78 @@ async def test_routed_indexing_waits_until_every_upstream_has_started(tmp_path: 
             while fast.state is not UpstreamState.HEALTHY:
                 await anyio.sleep(0.02)
         assert "fast__echo" in gateway.catalog and slow.state is not UpstreamState.HEALTHY
-        assert gateway.index_status() == {"loaded": False, "searchable": 0, "current": False}
+        assert gateway.index_status() == {"loaded": False, "searchable": 0, "current": False, "usage_examples": None}
         await gateway.wait_ready()
         with anyio.fail_after(30):
             while not gateway.indexer.current or slow.state is not UpstreamState.HEALTHY:
                 await anyio.sleep(0.02)
         assert slow.restarts == 0 and "slow__echo" in gateway.catalog
-        assert gateway.index_status() == {"loaded": True, "searchable": len(gateway.catalog), "current": True}
+        assert gateway.index_status() == {
+            "loaded": True,
+            "searchable": len(gateway.catalog),
+            "current": True,
+            "usage_examples": None,  # off in tests (conftest)
+        }
         healthy = {"fast": UpstreamState.HEALTHY, "slow": UpstreamState.HEALTHY}
         assert asked and all(states == healthy for states in asked)
+
+
+class FakeWriter:
+    """Writes one made-up request per tool (`zzqx <tool> request`), as the local model would write some."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def write(self, records: Sequence[ToolRecord], done: Callable[[Written], None]) -> None:
+        for record in records:
+            self.asked.append(record.name)
+            done(Written(record.content_hash, (f"zzqx {record.upstream_name} please",), "fake-model", 3, 0.0))
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[FakeWriter]:
+        yield self
+
+
+async def _examples_written(gateway: Gateway) -> dict[str, object]:
+    assert gateway.examples is not None
+    with anyio.fail_after(30):
+        while True:
+            status = gateway.examples.status()
+            finished = status["total"] and status["done"] == status["total"] and not status["writing"]
+            if finished and gateway.indexer.current:
+                return status
+            await anyio.sleep(0.02)
+
+
+async def test_usage_examples_are_written_in_the_background_indexed_and_reused_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level("INFO", logger="nexus_gateway")
+    monkeypatch.setenv("NEXUS_USAGE_EXAMPLES", "true")
+    state = tmp_path / "state"
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing", state_dir=str(state))
+    writer = FakeWriter()
+    async with Gateway(config, example_writer=writer.open) as gateway:
+        status = await _examples_written(gateway)
+        assert status == {"done": len(gateway.catalog), "total": len(gateway.catalog), "writing": False}
+        assert gateway.index_status()["usage_examples"] == status
+        found = await gateway.search("zzqx sleep please", 1)
+        assert found[0].name == "one__sleep"  # found by its example request
+        assert sorted(writer.asked) == sorted(record.name for record in gateway.catalog)
+    assert "usage examples: 4 of 4 tools" in caplog.text
+    saved = json.loads((state / "usage_examples.json").read_text())
+    assert {entry["model"] for entry in saved["tools"].values()} == {"fake-model"}
+
+    again = FakeWriter()
+    async with Gateway(config, example_writer=again.open) as gateway:
+        await gateway.wait_warm()
+        assert await _examples_written(gateway) == status
+        assert (await gateway.search("zzqx sleep please", 1))[0].name == "one__sleep"
+    assert again.asked == []  # every definition already had its examples
+
+
+async def test_usage_examples_are_off_when_the_setting_says_so(tmp_path: Path):
+    config = make_config(tmp_path, {"one": faulty()}, mode="routed", embedder="hashing", state_dir=str(tmp_path))
+    writer = FakeWriter()
+    async with Gateway(config, example_writer=writer.open) as gateway:
+        assert gateway.examples is None and gateway.index_status()["usage_examples"] is None

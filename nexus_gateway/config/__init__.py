@@ -177,6 +177,10 @@ class NexusSettings(BaseModel):
     embedder: str = "default"
     """`default` (all-MiniLM-L6-v2 int8, offline), `hashing`, `gguf:/path/to/embedding-model.gguf`, or `bm25`."""
     fusion: Literal["linear", "rrf", "dense", "lexical"] = "linear"
+    usage_examples: bool = True
+    """Routed: the local model writes a few example requests for each tool in the background (once per tool
+    definition, kept in the state dir) and tools are also found by them (routing/usage.py); false: by their
+    descriptions only, and no model loads for indexing."""
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth_tokens: list[str] = Field(default_factory=list)

@@ -15,6 +15,7 @@ splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
 scoring.py   query likelihood (re-ranking): log P(request | each tool's line), teacher-forced
+completion.py  a short text under a grammar, outside the sessions (usage examples of tools)
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
 """
@@ -92,6 +93,18 @@ class Likelihoods:
     total_s: float
 
 
+@dataclass(frozen=True)
+class Completion:
+    """A short text the model wrote for a task of its own (`Engine.complete`)."""
+
+    text: str
+    prompt_tokens: int
+    decoded_tokens: int
+    total_s: float
+    model: str
+    """The model fingerprint that wrote it."""
+
+
 class Engine(Protocol):
     """What generation (argument filling, client sessions) needs of a model engine. `LocalEngine` is the one
     there is; tests and benchmarks reach further with `LocalEngine.run`."""
@@ -116,6 +129,13 @@ class Engine(Protocol):
 
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         """How likely `query` is after each of `records` (re-ranking); no session changes."""
+        ...
+
+    async def complete(
+        self, instruction: str, context: str, query: str, *, grammar: str, max_tokens: int
+    ) -> Completion:
+        """Write a reply to a task of its own (`PromptLayout.task_text`) under a GBNF grammar, greedily, in a
+        sequence taken for it; no session changes. Concurrent calls share each decoding step."""
         ...
 
 

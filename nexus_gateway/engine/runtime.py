@@ -116,6 +116,14 @@ class Runtime:
         self._sessions[seq] = state
         return state
 
+    def session_open(self, seq: int) -> SessionState | None:
+        """The open session of sequence `seq`, if any."""
+        return self._sessions.get(seq)
+
+    @property
+    def free_sessions(self) -> int:
+        return len(self._free)
+
     def session(self, seq: int) -> SessionState:
         state = self._sessions.get(seq)
         if state is None:

@@ -29,8 +29,9 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Decoded, Decoding, Likelihoods, Session, Turn
+from nexus_gateway.engine import Completion, Decoded, Decoding, Likelihoods, Session, Turn
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
+from nexus_gateway.engine.completion import complete_steps
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.scoring import request_likelihoods
@@ -239,6 +240,14 @@ class LocalEngine:
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         chosen = list(records)
         return await self._worker.call(lambda rt: request_likelihoods(rt, chosen, query))
+
+    async def complete(
+        self, instruction: str, context: str, query: str, *, grammar: str, max_tokens: int
+    ) -> Completion:
+        """Decoded with the steps of every other stepped job at the same time (one batch a token)."""
+        return await self._worker.call_stepped(
+            lambda rt: complete_steps(rt, instruction, context, query, grammar, max_tokens)
+        )
 
     async def compile(self, records: Iterable[ToolRecord], progress: Progress | None = None) -> CompileReport:
         chosen = list(records)

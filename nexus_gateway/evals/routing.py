@@ -7,6 +7,7 @@ index holds for a catalog of that size.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nexus_gateway.catalog import content_hash
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case
 from nexus_gateway.routing import gate
@@ -25,6 +27,7 @@ from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
+from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, with_examples
 
 Progress = Callable[[str, int, int], None]
 
@@ -51,18 +54,33 @@ class ToolPool:
         *,
         lexical: FieldWeights = LEXICAL_WEIGHTS,
         dense: FieldWeights = DENSE_FIELDS,
+        examples: UsageExamples | None = None,
     ) -> None:
+        """`examples`: example requests by tool content hash, laid out as the gateway's index does
+        (`ToolRows`: a tool's dense score is the best of its description's and its examples'; BM25 reads them)."""
         self.names = [tool["name"] for tool in tools]
         self.position = {name: i for i, name in enumerate(self.names)}
-        self.fields = [
+        requests = examples_of([content_hash(tool) for tool in tools], examples)
+        plain = [
             ToolFields.of(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", ""))
             for t in tools
         ]
-        texts = [fields.text(dense) for fields in self.fields]
+        self.fields = [with_examples(fields, more) for fields, more in zip(plain, requests, strict=True)]
+        """Each tool's fields as BM25 reads them (its examples with its description)."""
+        self.rows = ToolRows.of([fields.text(dense) for fields in plain], requests)
         self.slb = SemanticLookasideBuffer(embedder)
-        self.slb.sync(self.names, texts)
-        self.matrix = self.slb.matrix
+        self.slb.sync([self.names[owner] for owner in self.rows.owners], self.rows.texts)
+        self.matrix = self.slb.matrix[self.rows.starts]
+        """One row a tool: its description's vector."""
         self.weigh(lexical)
+
+    def dense(self, candidates: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The candidates' dense scores: each the best of its description's and its examples' cosines."""
+        if not self.rows.extra:
+            scores: np.ndarray = self.matrix[candidates] @ query
+            return scores
+        best: np.ndarray = self.rows.best(self.slb.matrix @ query)[candidates]
+        return best
 
     def weigh(self, lexical: FieldWeights) -> None:
         """BM25F term frequencies and lengths under these field weights (the gateway's `weighted_terms`)."""
@@ -81,6 +99,21 @@ class ToolPool:
             if df:
                 scores += term_scores(tf, idf(len(candidates), df), lengths, average)
         return scores
+
+
+def restrict_to_examples(
+    tools: Sequence[dict[str, Any]], cases: Sequence[Case], examples: UsageExamples
+) -> tuple[list[dict[str, Any]], list[Case]]:
+    """Only the tools that have examples, and the cases whose gold tool is among them (their alternatives kept
+    where they are): how a partial examples file is measured, with and without its examples alike."""
+    kept = [tool for tool in tools if examples.get(content_hash(tool))]
+    names = {tool["name"] for tool in kept}
+    chosen = [
+        dataclasses.replace(case, alternatives=tuple(name for name in case.alternatives if name in names))
+        for case in cases
+        if case.tool in names
+    ]
+    return kept, chosen
 
 
 def check_tools_known(tools: Sequence[dict[str, Any]], cases: Sequence[Case]) -> None:
@@ -125,7 +158,7 @@ def score_cases(
     scored = []
     for i, case in enumerate(cases):
         candidates, right = candidate_set(pool, case, i, size, seed)
-        dense = pool.matrix[candidates] @ queries[i]
+        dense = pool.dense(candidates, queries[i])
         lexical = pool.bm25(tokenize(case.query), candidates)
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
@@ -158,10 +191,12 @@ def evaluate_routing(
     method: FusionMethod = "linear",
     tau: float = float("inf"),
     progress: Progress | None = None,
+    examples: UsageExamples | None = None,
 ) -> dict[str, Any]:
-    """The `eval routing` report (DESIGN.md format), plus the margins for calibration."""
+    """The `eval routing` report (DESIGN.md format), plus the margins for calibration. `examples`: tools' example
+    requests by content hash, indexed as the gateway indexes them."""
     check_tools_known(tools, cases)
-    pool = ToolPool(tools, embedder)
+    pool = ToolPool(tools, embedder, examples=examples)
     queries = embedder.embed_batch([case.query for case in cases])
     embed_ms = []
     timed = getattr(embedder, "inner", embedder)  # a cache's embedder: the time of an embedding, not of a lookup
@@ -186,6 +221,7 @@ def evaluate_routing(
         }
         report["scan_us_p50"][str(size)] = _scan_us(pool, queries, size, rng)
     report["embedder"] = embedder.name
+    report["tools_with_examples"] = pool.rows.with_examples
     report["fusion"] = method
     report["tau"] = tau
     return report

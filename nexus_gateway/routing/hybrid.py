@@ -17,6 +17,7 @@ from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
+from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, with_examples
 from nexus_gateway.runtime.statefile import load_json
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,8 @@ LARGE_POOL = 256
 
 
 class HybridRetriever:
-    """Dense INT8 scan + BM25, fused; `tau` from a calibration made with the same embedder."""
+    """Dense INT8 scan + BM25, fused; `tau` from a calibration made with the same embedder. A tool's dense score
+    is the best of its description's and its example requests' (routing/usage.py)."""
 
     def __init__(
         self,
@@ -42,6 +44,10 @@ class HybridRetriever:
         self._lock = threading.Lock()  # index() runs in a worker thread while searches may run in others
         self.slb = SemanticLookasideBuffer(embedder)
         self.lexical = BM25Retriever()
+        self.rows = ToolRows.of([], [])
+        self.names: list[str] = []
+        """The searchable tools, in the order of `rows`' owners and of BM25's documents."""
+        self._examples: dict[str, Sequence[str]] = {}
         self.method = method
         self.index_path = index_path
         self.tau = math.inf
@@ -59,12 +65,20 @@ class HybridRetriever:
             logger.info("loaded %d tool vectors from %s", len(self.slb), index_path)
             self.slb.sync([], [])  # remembered, not searchable: what is searchable is what `index` was given
 
+    def use_examples(self, examples: UsageExamples) -> None:
+        """Index these example requests (by tool content hash) beside their tools from the next `index` on."""
+        with self._lock:
+            self._examples = dict(examples)
+
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
         """Index exactly these tools. Embedding runs outside the lock in batches of `INDEX_BATCH`; after each
-        batch the tools embedded so far become searchable and `progress(searchable, total)` is told."""
+        batch the tools embedded so far become searchable and `progress(searchable, total)` is told. Tools'
+        example requests (`use_examples`) are embedded last, so a cold start serves every description first."""
         names = [record.name for record in records]
         fields = [ToolFields.of_record(record) for record in records]  # BM25 weighs them; the SLB embeds `texts`
         texts = [tool.text(DENSE_FIELDS) for tool in fields]
+        with self._lock:
+            examples = examples_of([record.content_hash for record in records], self._examples)
         slb = self.slb.fork()
         missing = slb.missing(texts)
         for start in range(0, len(missing), INDEX_BATCH):
@@ -76,39 +90,63 @@ class HybridRetriever:
                 self._publish(slb.fork(), *chosen)
                 if progress is not None:
                     progress(len(ready), len(names))
-        self._publish(slb, names, texts, fields)
+        requests = [request for tool in examples for request in tool]
+        new_requests = [requests[i] for i in slb.missing(requests)]
+        for start in range(0, len(new_requests), INDEX_BATCH):
+            slb.learn(new_requests[start : start + INDEX_BATCH])
+            if progress is not None:
+                progress(len(names), len(names))  # every tool is searchable; this checks for cancellation
+        self._publish(slb, names, texts, fields, examples)
         if progress is not None:
             progress(len(names), len(names))
-        if missing:
-            logger.info("embedded %d new or changed tools (%d in the index)", len(missing), len(names))
+        if missing or new_requests:
+            logger.info(
+                "embedded %d new or changed tools and %d example requests (%d tools in the index, %d examples)",
+                len(missing),
+                len(new_requests),
+                len(names),
+                len(requests),
+            )
             if self.index_path is not None:
                 slb.save(self.index_path)
 
     def _publish(
-        self, slb: SemanticLookasideBuffer, names: list[str], texts: list[str], fields: list[ToolFields]
+        self,
+        slb: SemanticLookasideBuffer,
+        names: list[str],
+        texts: list[str],
+        fields: list[ToolFields],
+        examples: list[list[str]] | None = None,
     ) -> None:
-        slb.sync(names, texts)  # every vector is known by now: this embeds nothing
+        examples = examples or [[] for _ in names]
+        rows = ToolRows.of(texts, examples)
+        slb.sync([names[owner] for owner in rows.owners], rows.texts)  # every vector is known: this embeds nothing
         lexical = BM25Retriever()
-        lexical.index_fields(names, fields)
+        lexical.index_fields(
+            names, [with_examples(tool, requests) for tool, requests in zip(fields, examples, strict=True)]
+        )
         with self._lock:
-            self.slb, self.lexical = slb, lexical
+            self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
-            slb, lexical = self.slb, self.lexical
+            slb, lexical, rows, names = self.slb, self.lexical, self.rows, self.names
         if not len(slb):
             return []
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
         if not slb.large:
-            scores = fuse(slb.scan(vector), lexical_scores, self.method)
-            return [Hit(slb.names[i], float(scores[i])) for i in top_k(scores, k)]
-        # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one).
+            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method)
+            return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
+        # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one),
+        # each tool scored by the best of all its rows.
         dense_rows, _ = slb.top(vector, LARGE_POOL)
-        rows = np.union1d(dense_rows, top_k(lexical_scores, LARGE_POOL))
+        tools = np.union1d(rows.owners[dense_rows], top_k(lexical_scores, LARGE_POOL))
+        chosen = rows.rows_of(tools)
+        dense = np.maximum.reduceat(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
-        scores = fuse(slb.scores_of(vector, rows), lexical_scores[rows], self.method, peak=peak)
-        return [Hit(slb.names[rows[i]], float(scores[i])) for i in top_k(scores, k)]
+        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak)
+        return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 
 def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> Retriever:

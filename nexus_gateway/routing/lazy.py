@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever
+from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, TakesExamples
 
 if TYPE_CHECKING:
     from nexus_gateway.routing.fusion import FusionMethod  # fusion.py imports numpy
@@ -30,6 +30,7 @@ class LazyRetriever:
         self._method: FusionMethod = method
         self._lock = threading.Lock()
         self._built: Retriever | None = None
+        self._examples: Mapping[str, Sequence[str]] = {}
         self.tau = math.inf
         """The built retriever's margin gate; never automatic before it is built."""
 
@@ -45,8 +46,18 @@ class LazyRetriever:
                 from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load here
 
                 self._built = build_retriever(self._spec, self._state_dir, method=self._method)
+                if self._examples and isinstance(self._built, TakesExamples):
+                    self._built.use_examples(self._examples)
                 self.tau = self._built.tau
             return self._built
+
+    def use_examples(self, examples: Mapping[str, Sequence[str]]) -> None:
+        """Handed to the built retriever when it takes examples (remembered until it is built)."""
+        with self._lock:
+            self._examples = examples
+            built = self._built
+        if isinstance(built, TakesExamples):
+            built.use_examples(examples)
 
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
         self.load().index(records, progress)

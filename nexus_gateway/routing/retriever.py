@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from nexus_gateway.catalog import ToolRecord
 
@@ -33,6 +33,15 @@ class Retriever(Protocol):
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None: ...
 
     def search(self, query: str, k: int) -> list[Hit]: ...
+
+
+@runtime_checkable
+class TakesExamples(Protocol):
+    """A retriever that indexes tools' example requests beside their descriptions (routing/usage.py)."""
+
+    def use_examples(self, examples: Mapping[str, Sequence[str]]) -> None:
+        """Index these example requests (by tool content hash) from the next `index` on."""
+        ...
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

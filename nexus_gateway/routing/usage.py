@@ -1,0 +1,84 @@
+"""Tools represented by how they are used: each tool's example requests indexed beside its description.
+
+    tool i:  row  description text (its DENSE_FIELDS)       \
+             rows example request 1 .. m                    } rows of the SLB, tool by tool
+    tool score = max over its rows of the cosine (`ToolRows.best`), then fused with BM25 as before;
+    BM25 reads the examples as one more field of the tool (`with_examples`).
+
+Example requests are plain data here (`UsageExamples`: by tool content hash), written elsewhere (the
+generation layer, by the local model); a tool with none yet has its description row only. The gateway's index
+(hybrid.py) and the routing evaluation (evals/routing.py) both lay tools out with `ToolRows`, so an
+evaluation measures exactly what the gateway serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nexus_gateway.routing.retriever import ToolFields
+
+UsageExamples = Mapping[str, Sequence[str]]
+"""Example requests of tools, by tool content hash."""
+
+
+@dataclass(frozen=True)
+class ToolRows:
+    """The rows of the tools' vectors: tool by tool, its description text first, then its examples."""
+
+    texts: list[str]
+    owners: np.ndarray
+    """The tool (index) of each row."""
+    starts: np.ndarray
+    """Each tool's first row (its description row)."""
+
+    @classmethod
+    def of(cls, descriptions: Sequence[str], examples: Sequence[Sequence[str]]) -> ToolRows:
+        texts: list[str] = []
+        owners: list[int] = []
+        starts: list[int] = []
+        for tool, (description, requests) in enumerate(zip(descriptions, examples, strict=True)):
+            starts.append(len(texts))
+            texts.append(description)
+            texts.extend(requests)
+            owners.extend([tool] * (1 + len(requests)))
+        return cls(texts, np.asarray(owners, dtype=np.int64), np.asarray(starts, dtype=np.int64))
+
+    @property
+    def extra(self) -> int:
+        """How many example rows there are (rows beyond one a tool)."""
+        return len(self.texts) - len(self.starts)
+
+    @property
+    def with_examples(self) -> int:
+        """How many tools have at least one example row."""
+        return int(np.count_nonzero(np.diff(self.starts, append=len(self.texts)) > 1))
+
+    def best(self, row_scores: np.ndarray) -> np.ndarray:
+        """Each tool's score: the best of its rows' (one row a tool: the scores as they are)."""
+        if len(row_scores) == len(self.starts):
+            return row_scores
+        best: np.ndarray = np.maximum.reduceat(row_scores, self.starts)
+        return best
+
+    def rows_of(self, tools: np.ndarray) -> np.ndarray:
+        """Every row of these tools (in tool order)."""
+        ends = np.append(self.starts[1:], len(self.texts))
+        return np.concatenate([np.arange(self.starts[t], ends[t]) for t in tools]) if len(tools) else tools
+
+
+def examples_of(digests: Sequence[str], examples: UsageExamples | None) -> list[list[str]]:
+    """Each tool's examples (by its content hash), none for a tool without."""
+    if not examples:
+        return [[] for _ in digests]
+    return [list(examples.get(digest, ())) for digest in digests]
+
+
+def with_examples(fields: ToolFields, requests: Sequence[str]) -> ToolFields:
+    """A tool's fields with its example requests added to what BM25 reads (its description field)."""
+    if not requests:
+        return fields
+    return dataclasses.replace(fields, description=" ".join([fields.description, *requests]))
