@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
-from nexus_gateway.cli import bench, evals, import_claude, pins, servers
+from nexus_gateway.cli import bench, evals, import_claude, index, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
 from nexus_gateway.cli._run import App, load, run_async, setup_logging
@@ -48,6 +48,7 @@ app.add_typer(tools_app, name="tools")
 tools_app.command("diff")(pins.diff)
 tools_app.command("approve")(pins.approve)
 app.add_typer(servers.app, name="servers")
+app.add_typer(index.index_app, name="index")
 
 out = Console()
 
