@@ -14,6 +14,7 @@ Tool failures (unknown tool, invalid arguments, dead or slow upstream, upstream 
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +31,22 @@ from nexus_gateway.upstreams.callbacks import HostLink
 
 if TYPE_CHECKING:
     from nexus_gateway.meta.run import Runner
+
+
+def _k_problem(arguments: dict[str, Any]) -> str | None:
+    """search_tools's `k` when it is no number JSON can carry (Infinity, NaN: the SDK's HTTP path hands them on
+    as null), worded for the model; None otherwise (the schema's own messages say the rest clearly)."""
+    k = arguments.get("k", 0)
+    if k is None:
+        shown = "null (Infinity and NaN arrive as null)"
+    elif isinstance(k, float) and not math.isfinite(k):
+        shown = "NaN" if math.isnan(k) else "Infinity" if k > 0 else "-Infinity"
+    else:
+        return None
+    return (
+        f"Arguments for {definitions.SEARCH_TOOLS!r} do not match its input schema: k: {shown} is not a whole "
+        "number from 1 to 50; send how many tools to return, or leave k out for the default."
+    )
 
 
 def error_result(message: str) -> types.CallToolResult:
@@ -114,6 +131,8 @@ class MetaTools:
             gateway = self.gateway
             upstream_tool = self.mode(profile) == "passthrough" and self._allowed(name, profile) is not None
             if name in definitions.NAMES and not upstream_tool:  # `prefix: ""` and an upstream tool `run`
+                if name == definitions.SEARCH_TOOLS and (problem := _k_problem(arguments)) is not None:
+                    return error_result(problem)
                 validate_arguments(name, definitions.input_schema(name), arguments, key=f"meta-tool:{name}")
                 if name == definitions.RUN:
                     return await (await self._run_tool()).run(arguments, client, profile=profile)

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from nexus_gateway.gateway import Gateway
+from nexus_gateway.meta.tools import MetaTools
 from nexus_gateway.server.app import build_server
 from tests.conftest import library, make_config, text_of
 
@@ -60,3 +61,17 @@ async def test_meta_tool_arguments_are_checked_against_their_own_schemas(
     assert result.is_error
     assert message.startswith(f"Arguments for {tool!r} do not match its input schema: ")
     assert f"{named}: " in message or f"'{named}' is a required property" in message
+
+
+@pytest.mark.parametrize("k", [float("inf"), float("-inf"), float("nan"), None], ids=["inf", "-inf", "nan", "null"])
+async def test_a_k_json_cannot_carry_is_named_with_what_k_must_be(tmp_path: Path, k: Any):
+    """Through the SDK (HTTP, in memory) Infinity and NaN arrive as null; a stdio line keeps them as floats."""
+    config = make_config(tmp_path, {}, mode="routed", embedder="hashing")
+    with anyio.fail_after(30):
+        async with Gateway(config) as gateway, Client(build_server(gateway), mode="legacy", cache=None) as client:
+            through_the_sdk = text_of(await client.call_tool("search_tools", {"query": "echo", "k": k}))
+            as_read = text_of(await MetaTools.of(gateway).call_tool("search_tools", {"query": "echo", "k": k}))
+    shown = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN", "None": "null"}[str(k)]
+    for message, named in [(through_the_sdk, "null"), (as_read, shown)]:
+        assert f"k: {named} " in message and "is not a whole number from 1 to 50" in message, message
+        assert "None is not of type" not in message
