@@ -94,6 +94,11 @@ class GuardMiddleware:
         headers = dict(scope["headers"])
         bound = self.profile_tokens()
         if self.tokens or bound:
+            sent = sum(1 for name, _ in scope["headers"] if name == b"authorization")
+            if sent > 1:  # which one to believe? (a dict would keep the last: a proxy's added header could win)
+                message = f"Send one Authorization header; this request had {sent}."
+                await JSONResponse({"error": "bad_request", "message": message}, status_code=400)(scope, receive, send)
+                return
             owner = self._token_owner(headers.get(b"authorization", b""), bound)
             if owner is None and self.browser is not None:
                 owner = self.browser.owner(scope, lambda token: self._token_owner(f"Bearer {token}".encode(), bound))

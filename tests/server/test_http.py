@@ -175,6 +175,40 @@ def test_bearer_token_is_required_when_configured(tmp_path: Path):
         proc.wait(timeout=15)
 
 
+def test_two_authorization_headers_are_refused_whichever_comes_last(tmp_path: Path):
+    """A token that fails and one that passes: refused in either order (the last used to win), with why."""
+    config = write_config(tmp_path, {}, mode="routed", embedder="hashing", run=False, auth_tokens=["s3cret"])
+    proc, url = start_gateway_http(config)
+    try:
+        for pair in (["Bearer wrong", "Bearer s3cret"], ["Bearer s3cret", "Bearer wrong"]):
+            headers = httpx.Headers([("Authorization", value) for value in pair])
+            response = httpx.get(f"{url}/healthz", headers=headers)
+            assert response.status_code == 400 and "one Authorization header" in response.json()["message"]
+        assert httpx.get(f"{url}/healthz", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+def test_a_post_to_mcp_without_accept_is_refused_with_406_in_both_eras(gateway_url: str):
+    """Both eras' transports ask for application/json and text/event-stream (`Accept: */*` names both)."""
+    address = re.sub(r"^http://", "", gateway_url)
+    initialize = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",' + (
+        '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}'
+    )
+    modern = '{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":' + (
+        '{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+    )
+    for body, extra in [
+        (initialize, {}),
+        (modern, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}),
+    ]:
+        connection = http.client.HTTPConnection(address, timeout=30)  # sends no Accept of its own
+        connection.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json", **extra})
+        assert connection.getresponse().status == 406
+        connection.close()
+
+
 def test_busy_port_is_a_clear_error(tmp_path: Path):
     import socket
 
