@@ -137,7 +137,7 @@ class Hosts:
 
     def _owner(self, uri: str) -> str | None:
         try:
-            return self._gateway.resource_upstream(uri).name
+            return _subscription_upstream(self._gateway, uri).name
         except NexusError:
             return None
 
@@ -200,7 +200,7 @@ class Hosts:
         if self._subscribers(uri):
             return
         try:
-            upstream = self._gateway.resource_upstream(uri)
+            upstream = _subscription_upstream(self._gateway, uri)
             request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
             await upstream.send(request, f"unsubscribing from {uri!r}")
         except NexusError as exc:
@@ -208,11 +208,34 @@ class Hosts:
 
 
 def _subscribable(gateway: Gateway, uri: str) -> Upstream:
-    upstream = gateway.resource_upstream(uri)
-    capabilities = upstream.capabilities
-    if capabilities is None or capabilities.resources is None or not capabilities.resources.subscribe:
+    upstream = _subscription_upstream(gateway, uri)
+    if not _subscribes(upstream):
         raise NexusError(f"Upstream server {upstream.name!r} does not support resource subscriptions.")
     return upstream
+
+
+def _subscription_upstream(gateway: Gateway, uri: str) -> Upstream:
+    """The upstream a subscription to `uri` goes to: the one that lists it (or a template it matches), else
+    the only upstream that supports subscriptions at all (a resource may exist before any list names it,
+    as the spec's own subscription scenarios expect); a NexusError when neither settles it."""
+    try:
+        return gateway.resource_upstream(uri)
+    except NexusError:
+        able = [upstream for upstream in gateway.pool.upstreams.values() if _subscribes(upstream)]
+        if len(able) == 1:
+            return able[0]
+        if able:
+            names = ", ".join(sorted(upstream.name for upstream in able))
+            raise NexusError(
+                f"No upstream lists the resource {uri!r}, and several support subscriptions ({names}): "
+                "list resources first, so the gateway knows which one serves it."
+            ) from None
+        raise
+
+
+def _subscribes(upstream: Upstream) -> bool:
+    capabilities = upstream.capabilities
+    return capabilities is not None and capabilities.resources is not None and bool(capabilities.resources.subscribe)
 
 
 def _host_error(exc: NexusError) -> MCPError:

@@ -420,3 +420,35 @@ async def test_an_upstream_that_restarts_is_told_the_hosts_log_level_and_subscri
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
+
+
+async def test_a_subscription_to_an_unlisted_uri_goes_to_the_only_upstream_that_supports_them(tmp_path: Path):
+    """The spec's subscription scenarios subscribe before any list names the resource: with one upstream
+    that can take it there is no doubt where it goes; with two, the host is told to list first."""
+    told: list[str] = []
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            told.append(str(message.params.uri))
+            updated.set()
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = write_config(tmp_path / "one", {"features": stdio_entry(FEATURES)}, mode="passthrough")
+    two = write_config(tmp_path / "two", {"a": stdio_entry(FEATURES), "b": stdio_entry(FEATURES)}, mode="passthrough")
+    with anyio.fail_after(60):
+        async with Gateway(load_config(one)) as gateway:
+            await gateway.wait_ready()
+            server = build_server(gateway)
+            async with Client(server, mode="legacy", cache=None, message_handler=on_message) as client:  # type: ignore[arg-type]
+                await client.subscribe_resource("features://not-listed-yet")
+                await client.call_tool("features__touch", {"uri": "features://not-listed-yet"})
+                await updated.wait()
+                await client.unsubscribe_resource("features://not-listed-yet")
+        async with Gateway(load_config(two)) as gateway:
+            await gateway.wait_ready()
+            async with Client(build_server(gateway), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+                with pytest.raises(MCPError, match=r"several support subscriptions \(a, b\): list resources first"):
+                    await client.subscribe_resource("features://not-listed-yet")
+    assert told == ["features://not-listed-yet"]
