@@ -6,10 +6,13 @@ whose id is `null`, although the request's id can be read, so the client never l
 requests failed. This wrapper validates the body first and answers such a request itself, with the id
 it carries (`_rejects.rejection`, as stdio does: a body nested too deep to parse too); everything else,
 bodies whose id cannot be read included, goes on to the SDK untouched. SSE's POST endpoint answers with a
-plain-text 400 and no id; wrapped alike, its 400 carries the JSON-RPC error with the id.
+plain-text 400 and no id; wrapped alike, its 400 carries the JSON-RPC error with the id. A client that goes
+away before its body is complete gets one log line, not the traceback the SDK's read of the body left.
 """
 
 from __future__ import annotations
+
+import logging
 
 import mcp_types as types
 from pydantic import ValidationError
@@ -17,6 +20,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nexus_gateway.server._rejects import rejection
+
+logger = logging.getLogger(__name__)
 
 
 class AnswerInvalidBodies:
@@ -29,6 +34,12 @@ class AnswerInvalidBodies:
             await self.app(scope, receive, send)
             return
         body, messages = await _read(receive, self.max_bytes)
+        if messages[-1]["type"] == "http.disconnect":  # the client left mid-body: no one to answer
+            size = sum(len(message.get("body", b"")) for message in messages)
+            logger.info(
+                "a client went away after %d bytes of its request body to %s; nothing answered", size, scope["path"]
+            )
+            return
         if body is not None:
             try:
                 types.jsonrpc_message_adapter.validate_json(body, by_name=False)

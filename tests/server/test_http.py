@@ -3,8 +3,10 @@
 import http.client
 import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -207,6 +209,32 @@ def test_a_post_to_mcp_without_accept_is_refused_with_406_in_both_eras(gateway_u
         connection.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json", **extra})
         assert connection.getresponse().status == 406
         connection.close()
+
+
+def test_a_client_that_drops_mid_body_leaves_one_log_line_and_no_traceback(tmp_path: Path):
+    config = write_config(tmp_path, {}, mode="routed", embedder="hashing", run=False)
+    lines: list[str] = []
+    proc, url = start_http(config, stderr_lines=lines)
+    address = re.sub(r"^http://", "", url).split(":")
+    try:
+        for path in ("/mcp", "/messages/?session_id=" + "0" * 32):
+            with socket.create_connection((address[0], int(address[1])), timeout=30) as sock:
+                sock.sendall(
+                    f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
+                    + b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n"
+                    + b'{"jsonrpc":"2.0",'
+                )
+        went_away = [line for line in lines if "went away after 17 bytes" in line]
+        deadline = time.monotonic() + 30
+        while len(went_away) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            went_away = [line for line in lines if "went away after 17 bytes" in line]
+        assert len(went_away) == 2 and "INFO" in went_away[0], lines
+        assert httpx.get(f"{url}/healthz").status_code == 200  # and everything the drops logged is in by now
+        assert not [line for line in lines if "Traceback" in line or "ClientDisconnect" in line], lines
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
 
 
 def test_busy_port_is_a_clear_error(tmp_path: Path):
