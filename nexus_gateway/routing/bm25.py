@@ -86,8 +86,10 @@ def _stem(word: str) -> str:
 
 K1, B = 1.2, 0.75
 
-LEXICAL_WEIGHTS = FieldWeights(name=1.0, description=1.0, parameters=1.0, server=1.0)
-"""BM25F field weights (see the module docstring)."""
+LEXICAL_WEIGHTS = FieldWeights(name=2.0, description=1.0, parameters=0.6, server=0.0)
+"""BM25F field weights, chosen 2026-12-03 by `nexus-gateway eval fields` (best mean top-1 over Seal-Tools N = 250 and
+MetaTool N = 199 among livemcpbench distractors, and the everyday dev set over the whole real catalog; grid in
+`evals/fields.py`): the name counts double, parameters 0.6, the server's name not at all."""
 
 
 def weighted_terms(fields: ToolFields, weights: FieldWeights) -> tuple[dict[str, float], float]:

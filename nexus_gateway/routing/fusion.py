@@ -8,8 +8,9 @@ import numpy as np
 
 FusionMethod = Literal["linear", "rrf", "dense", "lexical"]
 
-LEXICAL_WEIGHT = 0.3
-"""Weight of the max-normalized BM25 score beside the cosine (measured on the dev sets; README)."""
+LEXICAL_WEIGHT = 0.2
+"""Weight of the max-normalized BM25F score beside the cosine: chosen 2026-12-03 with the field weights by
+`nexus-gateway eval fields` (routing/bm25.LEXICAL_WEIGHTS; 0.3 before)."""
 RRF_K = 60
 
 

@@ -107,8 +107,9 @@ class ToolFields:
         return " ".join(text for text, _ in self.weighted(weights))
 
 
-DENSE_FIELDS = FieldWeights()
-"""Which fields the embedded text holds (a weight of 0 leaves a field out)."""
+DENSE_FIELDS = FieldWeights(server=0.0)
+"""Which fields the embedded text holds (a weight of 0 leaves a field out): all but the server's name, chosen
+2026-12-03 by `nexus-gateway eval fields` with `bm25.LEXICAL_WEIGHTS` (the server in the text cost top-1)."""
 
 
 def index_text(name: str, description: str, schema: Mapping[str, Any] | None, server: str = "") -> str:
