@@ -165,14 +165,15 @@ async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_rank
     assert checked[1]["echoed"] == 1 and checked[1]["evidence"] == 0, checked
 
 
-async def test_a_fall_back_is_called_only_with_evidence_from_the_request_and_a_likelihood_above_no_tool():
+async def test_a_fall_back_is_proposed_never_called_and_only_with_evidence_and_a_likelihood_above_no_tool():
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
     generator = Generator({"time__convert_time": convert, "time__get_current_time": {"timezone": "Asia/Tokyo"}}, {})
     engine = Engine({"time__convert_time": -10.0, "time__get_current_time": -12.0})
     structured = await run(core, generator, engine, "what time is it in Tokyo?")
-    assert core.called == [("time__get_current_time", {"timezone": "Asia/Tokyo"})], structured
-    assert structured["trace"]["routing"] == "grounded"
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["call"] == {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+    assert structured["trace"]["routing"] == "grounded" and "ranked lower" in structured["doubt"]
     unlikely = Engine({"time__convert_time": -10.0, "time__get_current_time": -50.0})  # below no tool (-40)
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     structured = await run(core, generator, unlikely, "what time is it in Tokyo?")
@@ -205,14 +206,15 @@ async def test_an_automatic_choice_that_is_not_sure_is_re_ranked_like_any_other(
     assert [name for name, _ in generator.calls].count("browser__wait_for") == 1  # filled once, reused
 
 
-async def test_a_tool_that_takes_none_of_the_requests_paths_is_not_called_when_one_that_does_fits():
+async def test_a_tool_that_takes_none_of_the_requests_paths_is_not_called_and_one_that_does_is_proposed():
     """ "read the file /tmp/hello.txt": a server called hello must not win with a tool that takes no path."""
     request = "read the file /tmp/hello.txt"
     plain = {"hello__debug": {}, "files__read_text_file": {"path": "/tmp/hello.txt"}}
     core = Core([("hello__debug", 0.9), ("files__read_text_file", 0.4)], automatic=True)
     engine = Engine({"hello__debug": -9.0, "files__read_text_file": -10.0})  # even when the model prefers it
     structured = await run(core, Generator(plain, {}), engine, request)
-    assert core.called == [("files__read_text_file", {"path": "/tmp/hello.txt"})], structured
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["call"] == {"name": "files__read_text_file", "arguments": {"path": "/tmp/hello.txt"}}
     assert structured["trace"]["routing"] == "grounded"
     assert structured["trace"]["checked"][0]["ignored"] == ["/tmp/hello.txt"]
     core = Core([("hello__debug", 0.9)], automatic=True)  # nothing better: proposed, never called
