@@ -223,3 +223,25 @@ async def test_an_approval_of_a_definition_that_changed_after_review_is_refused_
     bulk = cli("tools", "approve", "--all", "--config", str(tmp_path / "gateway.json"))
     assert bulk.returncode == 2 and "--yes" in bulk.stderr
     approve(tmp_path, ECHO, "--hash", reviewed(tmp_path, ECHO))
+
+
+async def test_a_damaged_pin_store_shows_in_tools_and_only_a_persons_approval_ends_it(tmp_path: Path):
+    await pin_first_sight(tmp_path)
+    config = write_config(tmp_path, servers("description"), mode="passthrough")
+    (tmp_path / "state" / "pins.json").write_bytes(b"\x00garbage")  # and no copy is left to restore
+    (tmp_path / "state" / "pins.json.bak").unlink()
+    for _ in range(2):  # a second start does not forget that the store was damaged
+        listing = cli("tools", "--config", str(config), "--json")
+        assert listing.returncode == 0, listing.stderr
+        report = json.loads(listing.stdout)
+        assert report["trust"]["state"] == "degraded" and "no good copy" in report["trust"]["why"]
+        assert ECHO not in {tool["name"] for tool in report["tools"]}  # nothing is pinned afresh
+        assert {(item["name"], item["reason"], item["withheld"]) for item in report["quarantined"]} >= {
+            (ECHO, "lost", True)
+        }
+    assert "Trust degraded" in cli("tools", "--config", str(config)).stdout
+    shown = cli("tools", "diff", "--config", str(config))
+    assert "Trust degraded" in shown.stdout and "<IMPORTANT>" in shown.stdout
+    approve(tmp_path, ECHO, "--hash", reviewed(tmp_path, ECHO))
+    after = json.loads(cli("tools", "--config", str(config), "--json").stdout)
+    assert after["trust"] == {"state": "ok"} and ECHO in {tool["name"] for tool in after["tools"]}
