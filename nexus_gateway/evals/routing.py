@@ -57,7 +57,7 @@ class ToolPool:
         examples: UsageExamples | None = None,
     ) -> None:
         """`examples`: example requests by tool content hash, laid out as the gateway's index does
-        (`ToolRows`: a tool's dense score is the best of its description's and its examples'; BM25 reads them)."""
+        (`ToolRows`: a tool's dense score blends its description's and its best example's; BM25 reads them)."""
         self.names = [tool["name"] for tool in tools]
         self.position = {name: i for i, name in enumerate(self.names)}
         requests = examples_of([content_hash(tool) for tool in tools], examples)
@@ -75,7 +75,7 @@ class ToolPool:
         self.weigh(lexical)
 
     def dense(self, candidates: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """The candidates' dense scores: each the best of its description's and its examples' cosines."""
+        """The candidates' dense scores (`ToolRows.best`: the description's, blended with the best example's)."""
         if not self.rows.extra:
             scores: np.ndarray = self.matrix[candidates] @ query
             return scores

@@ -4,10 +4,10 @@
 
 Tools are then found by how they are used, not only by how they are described (Tool2Vec, Moon et al.
 2024): the index holds each tool's examples beside its description, as extra vectors and lexical text, and a
-tool scores by its best match (routing/hybrid.py). The reply is decoded greedily under a grammar that only
-admits a JSON list of `MIN_EXAMPLES` to `MAX_EXAMPLES` short strings, so it always parses; a reply cut by the
-token budget keeps its complete strings. Examples are written once per tool definition (its content hash) and
-kept in `ExampleCache` (examples_cache.py). Everything here talks to the `Engine` protocol only.
+tool scores by its description and its best example (routing/usage.py). The reply is decoded greedily under
+a grammar that only admits a JSON list of `MIN_EXAMPLES` to `MAX_EXAMPLES` short strings, so it always parses;
+a reply cut by the token budget keeps its complete strings. Examples are written once per tool definition (its
+content hash) and kept in `ExampleCache` (example_cache.py). Everything here talks to the `Engine` protocol.
 """
 
 from __future__ import annotations

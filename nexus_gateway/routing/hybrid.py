@@ -17,7 +17,7 @@ from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
-from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, with_examples
+from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, tool_scores, with_examples
 from nexus_gateway.runtime.statefile import load_json
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ LARGE_POOL = 256
 
 class HybridRetriever:
     """Dense INT8 scan + BM25, fused; `tau` from a calibration made with the same embedder. A tool's dense score
-    is the best of its description's and its example requests' (routing/usage.py)."""
+    blends its description's with its best example request's (routing/usage.py)."""
 
     def __init__(
         self,
@@ -139,11 +139,11 @@ class HybridRetriever:
             scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method)
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
         # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one),
-        # each tool scored by the best of all its rows.
+        # each tool scored from all its rows (`tool_scores`).
         dense_rows, _ = slb.top(vector, LARGE_POOL)
         tools = np.union1d(rows.owners[dense_rows], top_k(lexical_scores, LARGE_POOL))
         chosen = rows.rows_of(tools)
-        dense = np.maximum.reduceat(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
+        dense = tool_scores(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
         scores = fuse(dense, lexical_scores[tools], self.method, peak=peak)
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]

@@ -2,7 +2,8 @@
 
     tool i:  row  description text (its DENSE_FIELDS)       \
              rows example request 1 .. m                    } rows of the SLB, tool by tool
-    tool score = max over its rows of the cosine (`ToolRows.best`), then fused with BM25 as before;
+    tool score = its description's cosine blended with its best example's (`tool_scores`), then fused with
+    BM25 as before;
     BM25 reads the examples as one more field of the tool (`with_examples`).
 
 Example requests are plain data here (`UsageExamples`: by tool content hash), written elsewhere (the
@@ -58,16 +59,33 @@ class ToolRows:
         return int(np.count_nonzero(np.diff(self.starts, append=len(self.texts)) > 1))
 
     def best(self, row_scores: np.ndarray) -> np.ndarray:
-        """Each tool's score: the best of its rows' (one row a tool: the scores as they are)."""
+        """Each tool's score from its rows' (`tool_scores`; one row a tool: the scores as they are)."""
         if len(row_scores) == len(self.starts):
             return row_scores
-        best: np.ndarray = np.maximum.reduceat(row_scores, self.starts)
-        return best
+        return tool_scores(row_scores, self.starts)
 
     def rows_of(self, tools: np.ndarray) -> np.ndarray:
         """Every row of these tools (in tool order)."""
         ends = np.append(self.starts[1:], len(self.texts))
         return np.concatenate([np.arange(self.starts[t], ends[t]) for t in tools]) if len(tools) else tools
+
+
+EXAMPLE_WEIGHT = 0.5
+"""A tool's dense score is (description + w x best example) / (1 + w); its description's alone without examples.
+Measured on the development sets (real-catalog everyday dev and MetaTool, the tools that had examples, whole
+pool): the best example alone (w = inf) lost 6 points of top-1 on the real catalog, w = 1 lost 2, w = 0.5 gained
+1 there and 3.3 on MetaTool, and the best recall on both."""
+
+
+def tool_scores(row_scores: np.ndarray, starts: np.ndarray, weight: float = EXAMPLE_WEIGHT) -> np.ndarray:
+    """Each tool's dense score from its rows' (grouped tool by tool from `starts`, the description's first): the
+    description's, blended with its best example's (`EXAMPLE_WEIGHT`) when it has examples."""
+    description = row_scores[starts]
+    examples = np.asarray(row_scores, dtype=np.float64).copy()
+    examples[starts] = -np.inf
+    best = np.maximum.reduceat(examples, starts)
+    blended: np.ndarray = np.where(np.isfinite(best), (description + weight * best) / (1 + weight), description)
+    return blended
 
 
 def examples_of(digests: Sequence[str], examples: UsageExamples | None) -> list[list[str]]:

@@ -9,7 +9,7 @@ from nexus_gateway.catalog import ToolRecord, content_hash
 from nexus_gateway.evals.routing import ToolPool
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
-from nexus_gateway.routing.usage import ToolRows, examples_of
+from nexus_gateway.routing.usage import EXAMPLE_WEIGHT, ToolRows, examples_of
 
 TOOLS = [
     {"name": "zq_fetch", "description": "Retrieve the entity payload by handle.", "inputSchema": {"type": "object"}},
@@ -24,11 +24,13 @@ def records() -> list[ToolRecord]:
     return [ToolRecord.from_tool("s", tool) for tool in TOOLS]
 
 
-def test_a_tool_scores_by_the_best_of_its_description_and_its_examples():
+def test_a_tool_scores_by_its_description_blended_with_its_best_example():
     rows = ToolRows.of(["a", "b", "c"], [["a1", "a2"], [], ["c1"]])
     assert rows.texts == ["a", "a1", "a2", "b", "c", "c1"]
     assert rows.owners.tolist() == [0, 0, 0, 1, 2, 2] and rows.starts.tolist() == [0, 3, 4]
-    assert rows.best(np.array([0.1, 0.7, 0.2, 0.3, 0.5, 0.4])).tolist() == [0.7, 0.3, 0.5]
+    w = EXAMPLE_WEIGHT
+    best = rows.best(np.array([0.1, 0.7, 0.2, 0.3, 0.5, 0.4]))
+    assert np.allclose(best, [(0.1 + w * 0.7) / (1 + w), 0.3, (0.5 + w * 0.4) / (1 + w)])
     assert rows.rows_of(np.array([2, 0])).tolist() == [4, 5, 0, 1, 2]
     assert (rows.extra, rows.with_examples) == (3, 2)
 
