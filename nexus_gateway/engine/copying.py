@@ -118,6 +118,8 @@ _FUNCTION_WORDS = frozenset(
 )
 """English words that start a new phrase: a copied value may end before them."""
 _WORD = re.compile(r"[A-Za-z0-9]+")
+_QUOTES = ("'", '\\"', "\u2019", "\u201d")
+"""Closing quotes as the request is held (JSON-escaped: a double quote is `\\"`)."""
 
 
 def _name_words(key: str) -> set[str]:
@@ -128,12 +130,15 @@ def _name_words(key: str) -> set[str]:
 
 def phrase_ends(request: str, end: int, value: str, key: str = "") -> bool:
     """Whether a value copied from `request` up to `end` ends a phrase there, so closing it is a copy: at the
-    end of the request or a punctuation mark, or before a word that starts a new phrase (a function word,
-    a word of the parameter's own name: `main` before "branch" for `branch_name`), or where a capitalized
-    name ends ("Paris today"). Before any other word (`road` in "road cycling", `boiling water` in "boiling
-    water reactor") the phrase goes on, and only the tokens that go on with it are raised."""
+        end of the request or a punctuation mark, or before a word that starts a new phrase (a function word,
+        a word of the parameter's own name: `main` before "branch" for `branch_name`), or where a capitalized
+        name ends ("Paris today"). Before any other word (`road` in "road cycling", `boiling water` in "boiling
+        water reactor") the phrase goes on, and only the tokens that go on with it are raised. Nor does a quoted
+    sentence end before its own final mark ("Post 'All green!' to ..."): the mark is copied with it."""
     if end == len(request) or request[end].isalnum():
         return end == len(request)
+    if request[end] in ".!?" and request.startswith(_QUOTES, end + 1):
+        return False  # a quoted sentence's own final mark: the copy goes on to the quote
     if request[end] != " ":
         return True
     following = _WORD.match(request, end + 1)

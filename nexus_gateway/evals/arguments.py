@@ -1,8 +1,11 @@
 """Argument evaluation: for each case, arguments for the gold tool (or the routed one), compared to the gold.
 
 Without routing the gold tool is given. With routing the gateway's retriever (the default hybrid index
-over every tool of the set) picks the top-1 first; a wrong tool counts against `end_to_end`. Arguments
-compare as DESIGN.md says (`arguments_match`). One engine session holds at least `depth` tokens of
+over every tool of the set) picks the top-1 first; a wrong tool counts against `end_to_end`, and one of
+the case's `alternatives` is as right as the gold tool. Arguments compare as DESIGN.md says
+(`arguments_match`): for an alternative, only the gold parameters its schema has. A parameter the
+generator reports `missing` (a fact the request does not give, facts.py) counts as left out: right where
+the gold allows it to be omitted. One engine session holds at least `depth` tokens of
 earlier turns, kept for every case; each case's tool text, request and arguments are decoded after it and
 dropped. The earlier turns are whole turns in the model's prompt layout, as a client session holds them
 (`engine.history`), and generic ones: never the set's own requests and arguments, which would hand the
@@ -41,19 +44,30 @@ class Outcome:
     generated: Generated
     rerank: dict[str, Any] | None = None
     """The re-ranker's trace, when the routed tool was re-ranked."""
+    parameters: frozenset[str] | None = None
+    """The routed tool's parameters when it is an alternative (only the gold ones it has are compared)."""
 
     @property
     def tool_ok(self) -> bool:
-        return self.routed == self.case.tool
+        return self.routed in self.case.right
+
+    def _compared(self) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+        """The gold arguments to compare (those the routed tool has) and the generated ones, without those
+        reported missing."""
+        expected = self.case.arguments or {}
+        if self.parameters is not None:
+            expected = {name: values for name, values in expected.items() if name in self.parameters}
+        actual = self.generated.arguments or {}
+        return expected, {name: value for name, value in actual.items() if name not in self.generated.missing}
 
     @property
     def args_ok(self) -> bool:
-        expected, actual = self.case.arguments or {}, self.generated.arguments or {}
+        expected, actual = self._compared()
         return self.generated.schema_valid and arguments_match(expected, actual)
 
     def wrong(self) -> list[str]:
         """The gold parameters missing from the arguments, or present with no acceptable value."""
-        expected, actual = self.case.arguments or {}, self.generated.arguments or {}
+        expected, actual = self._compared()
         return [
             name
             for name, acceptable in expected.items()
@@ -82,6 +96,9 @@ class Outcome:
             "problems": list(generated.problems),
             "dropped": list(generated.dropped),
             "ungrounded": list(generated.ungrounded),
+            "missing": list(generated.missing),
+            "repaired": list(generated.repaired),
+            "grammar": generated.grammar,
             "closed_early": generated.closed_early,
             "rerank": self.rerank,
             "ttft_ms": generated.ttft_ms,
@@ -113,6 +130,11 @@ def _router(records: Sequence[ToolRecord], k: int) -> Router:
         return [(hit.name, hit.score) for hit in hits[:k]], gate.decide([hit.score for hit in hits], retriever.tau)
 
     return route
+
+
+def _parameters(record: ToolRecord) -> frozenset[str]:
+    properties = record.input_schema.get("properties")
+    return frozenset(properties) if isinstance(properties, dict) else frozenset()
 
 
 def _history(depth: int, session: Session) -> Callable[[Runtime], int]:
@@ -185,7 +207,8 @@ async def evaluate_arguments(
                     name, trace = reranked.choice or name, reranked.trace()
             record = records.get(name, records[case.tool])
             generated = await generator.generate(session, record, case.query)
-            outcomes.append(Outcome(case, name, generated, trace))
+            alternative = name != case.tool and name in case.right
+            outcomes.append(Outcome(case, name, generated, trace, _parameters(record) if alternative else None))
             if progress:
                 progress(done + 1, len(cases))
         model = engine.settings.model or "default"
@@ -197,6 +220,8 @@ async def evaluate_arguments(
         "depth_requested": depth,
         "model": model,
         "generic_grammar": sum(o.generated.grammar != "schema" for o in outcomes),
+        "repaired": sum(bool(o.generated.repaired) for o in outcomes),
+        "missing": sum(bool(o.generated.missing) for o in outcomes),
         "copy_bias": generator.copy_bias,
     }
     if rerank:

@@ -7,7 +7,11 @@ Three ways to show the tool to the model, in the same slot of the prompt (engine
     prefill     its full schema text, prefilled (the baseline)
 
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), so the text parses
-and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same.
+and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
+fails is mended without guessing (repair.py: a value in its type's other spelling, a required default,
+an invalid optional value left out), and re-decoded once with the validation error before that; what
+still fails keeps its problems and is never called. Required identifiers the request does not give
+(facts.py) are reported `missing`, for the host to supply.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Decoded, Decoding, Engine, Session
 from nexus_gateway.engine.decoding import CLOSING_TOKENS
 from nexus_gateway.errors import ConfigError
+from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
+from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
+from nexus_gateway.generation.stated import composed_paths, topic_only, unstated_choices
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
@@ -40,7 +47,7 @@ class Generated:
     text: str
     mode: ToolForm
     grammar: str
-    """`schema`, or `generic: <why>` when the schema could not be turned into a grammar."""
+    """`schema`, or `<loose|skeleton|generic>: <why>` when the schema's own grammar could not be used."""
     placement: str | None
     """How the tool text entered the context: prefill, splice or recompute (None for a tool without parameters)."""
     problems: tuple[str, ...] = field(default=())
@@ -54,6 +61,12 @@ class Generated:
     n_tokens: int = 0
     closed_early: bool = False
     """The token budget ran out and the grammar closed the object (decoding.py: closing mode)."""
+    missing: tuple[str, ...] = field(default=())
+    """Required parameters whose values are facts the request does not give (facts.py: an id, a ticker):
+    the model's values are kept in `arguments` (they validate) but should not be called with; ask for them."""
+    repaired: tuple[str, ...] = field(default=())
+    """What was done to make the arguments validate: `coerced`, `retried`, `defaults`, `left out: <names>`."""
+    retries: int = 0
 
     @property
     def json_valid(self) -> bool:
@@ -68,6 +81,8 @@ class Generated:
             "arguments": self.arguments,
             "dropped": list(self.dropped),
             "ungrounded": list(self.ungrounded),
+            "missing": list(self.missing),
+            "repaired": list(self.repaired),
             "mode": self.mode,
             "grammar": self.grammar,
             "placement": self.placement,
@@ -129,27 +144,47 @@ class ArgumentGenerator:
         if chosen == "splice":
             await self.prepare([record])
         decoded = _NOTHING_TO_DECODE
-        if not plan.empty:
-            how = Decoding(
-                grammar=plan.gbnf,
-                opens_key=plan.opens_key,
-                form=chosen,
-                max_tokens=self.max_tokens,
-                copy_bias=self.copy_bias,
-            )
-            decoded = await self.engine.decode_arguments(session, record, query, how)
-        arguments = parse_object(decoded.text)
-        if arguments:
-            arguments = as_written(query, record.input_schema, arguments)
-        dropped = tuple(invented_optional(query, record.input_schema, arguments)) if arguments else ()
-        if arguments and dropped:
-            arguments = {name: value for name, value in arguments.items() if name not in dropped}
-        invented = tuple(ungrounded(query, record.input_schema, arguments)) if arguments else ()
-        problems = (
-            tuple(schema_problems(record.input_schema, arguments, key=record.content_hash or None))
-            if arguments is not None
-            else (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)
+        how = Decoding(
+            grammar=plan.gbnf,
+            opens_key=plan.opens_key,
+            form=chosen,
+            max_tokens=self.max_tokens,
+            copy_bias=self.copy_bias,
         )
+        if not plan.empty:
+            decoded = await self.engine.decode_arguments(session, record, query, how)
+        schema, key = record.input_schema, record.content_hash or None
+        arguments, dropped = _grounded(query, schema, parse_object(decoded.text))
+        problems = self._problems(schema, arguments, key)
+        repaired: list[str] = []
+        retries = 0
+        if problems and arguments is not None:
+            arguments, repaired = _mended(schema, arguments, [])
+            problems = self._problems(schema, arguments, key)
+        if problems and not plan.empty:  # once more, told what was wrong
+            retries = 1
+            again = await self.engine.decode_arguments(session, record, query + retry_note(problems, decoded.text), how)
+            second, second_dropped = _grounded(query, schema, parse_object(again.text))
+            if second is not None:
+                second, steps = _mended(schema, second, ["retried"])
+                second_problems = self._problems(schema, second, key)
+                if len(second_problems) <= len(problems):
+                    decoded = Decoded(
+                        again.text,
+                        again.complete,
+                        again.placement,
+                        decoded.n_tokens + again.n_tokens,
+                        decoded.ttft_s,
+                        decoded.total_s + again.total_s,
+                        closed_early=again.closed_early,
+                    )
+                    arguments, dropped, problems, repaired = second, second_dropped, second_problems, steps
+        if problems and arguments is not None:  # last: leave out what fails and is not required
+            arguments, left_out = without_invalid(schema, arguments)
+            if left_out:
+                repaired.append("left out: " + ", ".join(left_out))
+                problems = self._problems(schema, arguments, key)
+        invented = tuple(ungrounded(query, schema, arguments)) if arguments else ()
         if problems and decoded.closed_early:  # a value the grammar cannot check (a format) was cut short
             problems = (f"the token budget ({self.max_tokens}) ran out and the arguments were closed early", *problems)
         return Generated(
@@ -157,7 +192,7 @@ class ArgumentGenerator:
             arguments=arguments,
             text=decoded.text,
             mode=chosen,
-            grammar="schema" if plan.kind == "schema" else f"generic: {plan.reason}",
+            grammar="schema" if plan.kind == "schema" else f"{plan.kind}: {plan.reason}",
             placement=decoded.placement.mode if decoded.placement else None,
             problems=problems,
             dropped=dropped,
@@ -166,4 +201,38 @@ class ArgumentGenerator:
             total_ms=round(decoded.total_s * 1000, 2),
             n_tokens=decoded.n_tokens,
             closed_early=decoded.closed_early,
+            missing=tuple(missing_facts(schema, arguments, invented)) if arguments else (),
+            repaired=tuple(repaired),
+            retries=retries,
         )
+
+    def _problems(self, schema: dict[str, Any], arguments: dict[str, Any] | None, key: str | None) -> tuple[str, ...]:
+        if arguments is None:
+            return (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)
+        return tuple(schema_problems(schema, arguments, key=key))
+
+
+def _grounded(
+    query: str, schema: dict[str, Any], arguments: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """The decoded arguments written as the request writes them, without the optional values and choices it
+    never gave (grounding.py, stated.py), query values cut to their topic, file names joined to the folder
+    the request names; and the names of the arguments left out."""
+    if not arguments:
+        return arguments, ()
+    arguments = as_written(query, schema, arguments)
+    dropped = tuple(invented_optional(query, schema, arguments))
+    dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
+    kept = {name: value for name, value in arguments.items() if name not in dropped}
+    return composed_paths(query, schema, topic_only(schema, kept)), dropped
+
+
+def _mended(schema: dict[str, Any], arguments: dict[str, Any], steps: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """`arguments` with values in their declared types' spellings and required defaults filled (repair.py)."""
+    fixed = coerced(schema, arguments)
+    if fixed != arguments:
+        steps = [*steps, "coerced"]
+    filled = with_defaults(schema, fixed)
+    if filled != fixed:
+        steps = [*steps, "defaults"]
+    return filled, steps

@@ -1,9 +1,19 @@
-"""The grammar arguments are decoded under: built from the tool's JSON Schema, generic when it cannot be.
+"""The grammar arguments are decoded under: built from the tool's JSON Schema, looser when it cannot be.
 
 llama.cpp's converter handles most schemas (enums, formats, nested objects, local `$ref`, `anyOf`). Some
-real tools' schemas it cannot express, or only as a grammar too large to be worth it (huge enums): those
-get a generic JSON-object grammar, and the plan says why. Either way the result is validated with
-jsonschema before any call, so the grammar is a help to the model, never the last word.
+real tools' schemas it cannot express (regex syntax it lacks, `prefixItems`, `not`, nodes with no type),
+or only as a grammar too large to be worth it (long `maxLength` bounds, huge enums). Those fall back in
+three steps, each tried when the one before fails:
+
+    schema    the schema as it is (time-zone parameters as enums, domains.py)
+    loose     the schema without what the converter lacks (`loosened`): patterns, `prefixItems`, `not`
+              and annotations dropped, long length bounds left to the grammar's own string bound
+    skeleton  an object of the schema's own property names, each of its declared type where the type
+              is plain (enums kept when short), any JSON value where not; required ones required
+    generic   any flat JSON object (only when the schema has no properties to name)
+
+The plan says which, and why. Whatever the grammar, the result is validated with jsonschema before any
+call (the generator repairs and retries what fails), so the grammar is a help, never the last word.
 """
 
 from __future__ import annotations
@@ -42,9 +52,9 @@ closes within the token budget (the schema still judges the result)."""
 @dataclass(frozen=True)
 class GrammarPlan:
     gbnf: str
-    kind: Literal["schema", "generic"]
+    kind: Literal["schema", "loose", "skeleton", "generic"]
     reason: str
-    """Why the generic grammar was used; empty for a schema grammar."""
+    """Why the schema's own grammar was not used; empty for a schema grammar."""
     opens_key: bool
     """The object must have a first key, so the prompt may end with `{"` (else it ends with `{`)."""
     empty: bool = False
@@ -57,7 +67,7 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def grammar_for(schema: dict[str, Any]) -> GrammarPlan:
-    """The grammar plan for a tool's input schema."""
+    """The grammar plan for a tool's input schema (never raises)."""
     properties = _properties(schema)
     required = [name for name in schema.get("required") or [] if name in properties]
     open_ended = schema.get("additionalProperties") not in (None, False) or "patternProperties" in schema
@@ -65,19 +75,127 @@ def grammar_for(schema: dict[str, Any]) -> GrammarPlan:
         return GrammarPlan("", "schema", "", opens_key=False, empty=True)
     opens_key = bool(required)
     if schema.get("type", "object") != "object":
-        return GrammarPlan(GENERIC_OBJECT, "generic", "the schema is not an object schema", opens_key=False)
+        return _fallback(schema, "the schema is not an object schema", opens_key)
     closed = dict(with_domains(schema))  # known value domains (time zones) as enums, for decoding only
     if "additionalProperties" not in closed and properties:
         closed["additionalProperties"] = False  # only the parameters the tool declares
+    gbnf, reason = _converted(closed, list(properties))
+    if gbnf is not None:
+        return GrammarPlan(gbnf, "schema", "", opens_key=opens_key)
+    return _fallback(closed, reason, opens_key)
+
+
+def _converted(schema: dict[str, Any], order: list[str]) -> tuple[str | None, str]:
+    """The converter's grammar for `schema` (strings made strict and bounded), or None and why not."""
     try:
-        gbnf = schema_grammar(json.dumps(closed), list(properties))
+        gbnf = schema_grammar(json.dumps(schema), order)
     except Exception as exc:  # boundary: the converter raises anything on schemas it does not support
-        reason = f"the converter cannot express this schema ({type(exc).__name__}: {str(exc)[:80]})"
-        return GrammarPlan(GENERIC_OBJECT, "generic", reason, opens_key=opens_key)
+        return None, f"the converter cannot express this schema ({type(exc).__name__}: {str(exc)[:80]})"
     if len(gbnf) > MAX_GRAMMAR_CHARS:
-        reason = f"the schema grammar is {len(gbnf)} characters (over {MAX_GRAMMAR_CHARS})"
-        return GrammarPlan(GENERIC_OBJECT, "generic", reason, opens_key=opens_key)
-    return GrammarPlan(_json_strings(gbnf), "schema", "", opens_key=opens_key)
+        return None, f"the schema grammar is {len(gbnf)} characters (over {MAX_GRAMMAR_CHARS})"
+    return _json_strings(gbnf), ""
+
+
+def _fallback(schema: dict[str, Any], reason: str, opens_key: bool) -> GrammarPlan:
+    """The loose grammar, else the skeleton, else the generic one; `reason` says why the schema's failed."""
+    properties = _properties(schema)
+    if schema.get("type", "object") == "object":
+        gbnf, _ = _converted(loosened(schema), list(properties))
+        if gbnf is not None:
+            return GrammarPlan(gbnf, "loose", reason, opens_key=opens_key)
+    if properties:
+        gbnf, _ = _converted(skeleton(schema), list(properties))
+        if gbnf is not None:
+            return GrammarPlan(gbnf, "skeleton", reason, opens_key=opens_key)
+    return GrammarPlan(GENERIC_OBJECT, "generic", reason, opens_key=opens_key)
+
+
+_ANNOTATIONS = frozenset(
+    ("title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "$schema")
+)
+_UNSUPPORTED = frozenset(
+    ("pattern", "patternProperties", "prefixItems", "not", "if", "then", "else", "propertyNames", "contains")
+)
+_CONVERTER_FORMATS = frozenset(("date", "time", "date-time", "uuid"))
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+
+
+def loosened(node: Any) -> Any:
+    """`node` (a JSON Schema) without what llama.cpp's converter cannot express or expands too far: patterns,
+    `prefixItems`, `not`, conditionals, annotations, formats it does not know, length bounds past the
+    grammar's own string bound; a node left with no keys accepts any value. The language grows (the result
+    is validated against the real schema), except where a long bound gives way to the shorter one."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _ANNOTATIONS or key in _UNSUPPORTED:
+            continue
+        if key == "format" and value not in _CONVERTER_FORMATS:
+            continue
+        if key == "maxLength" and isinstance(value, int) and value >= MAX_STRING_CHARS:
+            continue  # free strings are bounded to MAX_STRING_CHARS anyway (a subset: still valid)
+        if key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [loosened(item) for item in value]
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: loosened(item) for name, item in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = loosened(value)
+        else:
+            out[key] = value
+    if "format" in node and "type" not in out and "format" not in out:
+        out["type"] = "string"
+    if out.get("type") == "array" and not out.get("items"):
+        out["items"] = ANY_VALUE  # the converter needs items (an empty schema counts as none)
+    return out
+
+
+ANY_VALUE: dict[str, Any] = {"type": ["string", "number", "boolean", "object", "null"]}
+"""Any JSON value but a nested array, as the converter can write it (`{}` reads to it as no schema)."""
+_PLAIN = frozenset(("string", "integer", "number", "boolean", "null"))
+_SHORT_ENUM = 64
+
+
+def _plain(spec: Any) -> dict[str, Any]:
+    """A node's declared type when it is plain (a scalar, an array of scalars, an object), else any value."""
+    if not isinstance(spec, dict):
+        return ANY_VALUE
+    enum = spec.get("enum")
+    if (
+        isinstance(enum, list)
+        and 0 < len(enum) <= _SHORT_ENUM
+        and all(isinstance(v, (str, int, float, bool)) for v in enum)
+    ):
+        return {"enum": enum}
+    kind = spec.get("type")
+    if kind is None and isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+        kind = "string"  # too many values to list: any string (the schema still judges it)
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k in _PLAIN]
+        return {"type": kinds} if kinds and len(kinds) == len(kind) else ANY_VALUE
+    if kind in _PLAIN:
+        return {"type": kind}
+    if kind == "array":
+        items = _plain(spec.get("items"))
+        plain_items = "enum" in items or (isinstance(items.get("type"), str) and items["type"] in _PLAIN)
+        return {"type": "array", "items": items if plain_items else ANY_VALUE}
+    if kind == "object":
+        return {"type": "object"}
+    return ANY_VALUE
+
+
+def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object schema of `schema`'s own property names, each with its plain type where it has one (any
+    value where not), the same required ones, no others: never a list in place of named properties."""
+    properties = _properties(schema)
+    required = [name for name in schema.get("required") or [] if name in properties]
+    return {
+        "type": "object",
+        "properties": {name: _plain(spec) for name, spec in properties.items()},
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def _json_strings(gbnf: str) -> str:

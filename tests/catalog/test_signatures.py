@@ -93,3 +93,42 @@ def test_a_longer_summary_keeps_every_sentence_up_to_its_word_budget():
     assert longer == "finance() - " + description
     cut = signature("finance", description, None, max_words=9, first_sentence=False)
     assert cut == "finance() - Stay informed with the latest financial updates. Covers stocks,..."
+
+
+def param(description: str, **spec: Any) -> str:
+    schema = {"type": "object", "properties": {"p": {"description": description, **spec}}, "required": []}
+    return signature("t", "", schema).removeprefix("t(").removesuffix(")")
+
+
+def test_a_format_the_description_quotes_is_kept_after_the_type():
+    assert param("The city, in the format 'City, ST', such as 'Berkeley, CA'.", type="string") == 'p?: str ("City, ST")'
+
+
+def test_named_formats_keep_the_most_telling_one():
+    assert param("Departure date in the format 'YYYY-MM-DD'.", type="string") == "p?: str (YYYY-MM-DD)"
+    assert param("Time to convert in 24-hour format (HH:MM)", type="string") == "p?: str (HH:MM)"
+    assert param("The three-letter ISO 4217 code of the currency.", type="string") == "p?: str (ISO 4217)"
+
+
+def test_a_unit_a_range_and_a_default_of_a_number_are_kept():
+    assert param("The duration of the timer in seconds.", type="integer") == "p?: int (seconds)"
+    assert param("Number of results (1-20, default 10)", type="number") == "p?: float (1-20) = 10"
+    assert param("How many", type="integer", minimum=1, maximum=4, default=1) == "p?: int (1-4) = 1"
+
+
+def test_the_value_to_use_when_none_is_given_is_kept_unless_it_is_the_default():
+    assert (
+        param("Preferred airline. Use 'dontcare' when no preference.", type="string") == 'p?: str ("dontcare" if unset)'
+    )
+    enum = ["cheap", "dontcare"]
+    said = param("Price range. Use 'dontcare' when not given.", type="string", enum=enum, default="dontcare")
+    assert said == 'p?: "cheap"|"dontcare" = "dontcare"'
+
+
+def test_an_example_is_kept_only_when_it_shows_a_form():
+    assert param("The flight number, e.g. 'UA857'.", type="string") == 'p?: str (e.g. "UA857")'
+    assert param("The stock ticker symbol, e.g. 'AAPL'.", type="string") == "p?: str"
+
+
+def test_a_description_without_hints_adds_nothing():
+    assert param("The title of the song.", type="string") == "p?: str"

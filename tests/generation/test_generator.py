@@ -91,14 +91,16 @@ async def test_a_tool_without_parameters_gets_empty_arguments_without_asking_the
 
 
 async def test_output_that_never_closes_is_not_json_and_the_problem_names_the_budget():
-    engine = ScriptedEngine(decoded('{"query": "tax', complete=False))
+    engine = ScriptedEngine(decoded('{"query": "tax', complete=False), decoded('{"query": "ta', complete=False))
     generated = await ArgumentGenerator(engine, max_tokens=8).generate(Session(0), SEARCH, "notes about taxes")
-    assert generated.arguments is None and not generated.json_valid
+    assert generated.arguments is None and not generated.json_valid and generated.retries == 1
     assert len(generated.problems) == 1 and "did not close within 8 + " in generated.problems[0]
 
 
 async def test_arguments_closed_early_that_fail_the_schema_say_the_budget_ran_out_first():
-    engine = ScriptedEngine(decoded('{"title": "ab"}', closed_early=True))
+    engine = ScriptedEngine(
+        decoded('{"title": "ab"}', closed_early=True), decoded('{"title": "ab"}', closed_early=True)
+    )
     generated = await ArgumentGenerator(engine, max_tokens=4).generate(Session(0), TITLED, "a note titled ab")
     assert generated.json_valid and not generated.schema_valid and generated.closed_early
     assert generated.problems[0] == "the token budget (4) ran out and the arguments were closed early"

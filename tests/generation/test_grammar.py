@@ -1,4 +1,4 @@
-"""Grammar plans: schema grammars, the generic fallback and why, tools without parameters."""
+"""Grammar plans: schema grammars, the fallbacks and why, tools without parameters."""
 
 from nexus_gateway.generation.grammar import MAX_GRAMMAR_CHARS, grammar_for, parse_object
 from tests.engine.conftest import WEATHER
@@ -15,10 +15,11 @@ def test_string_characters_exclude_raw_control_characters_and_are_bounded():
     assert "\\x00-\\x1F" in char_rule and "char*" not in gbnf
 
 
-def test_a_huge_enum_falls_back_to_the_generic_object_grammar_and_says_why():
+def test_a_huge_enum_falls_back_to_the_skeleton_grammar_of_a_named_string_and_says_why():
     values = [f"option-number-{i}-with-a-long-name" for i in range(4000)]
     plan = grammar_for({"type": "object", "properties": {"pick": {"enum": values}}, "required": ["pick"]})
-    assert plan.kind == "generic" and str(MAX_GRAMMAR_CHARS) in plan.reason and plan.opens_key
+    assert plan.kind == "skeleton" and str(MAX_GRAMMAR_CHARS) in plan.reason and plan.opens_key
+    assert '\\"pick\\"' in plan.gbnf and "string" in plan.gbnf
 
 
 def test_a_tool_without_parameters_needs_no_decoding():
