@@ -281,11 +281,13 @@ class Runner:
         trace: dict[str, Any],
         clock: _Clock,
     ) -> Choice | None:
-        """The best candidate when it is sure (`Candidate.sure`); else, proposed with the others (never
-        called: ranked lower, it is a guess), another of the best few (re-ranked order) that the request
-        grounds (`Candidate.grounded`) and that explains the request; else the best one proposed with the
-        others when it is proposable; else None (the candidates come back). A called fall-back was seen to
-        be a wrong tool on the everyday dev set ("read ~/notes/todo.md": a docs tool with a `path`).
+        """The best candidate when it is sure (`Candidate.sure`); else another of the best few (re-ranked
+        order) that the request grounds (`Candidate.grounded`) and that explains the request: called when
+        the best one needs values the request does not hold ("what time is it in Tokyo?": `convert_time`
+        wants a time), proposed with the others when the best one was only doubtful (an echo, a path it
+        does not take: on the everyday dev set such a called fall-back was a wrong tool, "read
+        ~/notes/todo.md" -> a docs tool with a `path`); else the best one proposed with the others when it
+        is proposable; else None (the candidates come back).
 
         A value the request does not support is first decoded again among the request's own values of
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
@@ -323,15 +325,18 @@ class Runner:
             choice, trace["routing"] = Choice(top), "reranked"
         else:
             for result in order[1:FILL_CHECKS]:
-                checked.append(await fill(result, tighten=False))
-                if checked[-1].grounded and explains.get(result.name, False):
-                    fallback = checked[-1]
-                    why = (
-                        f"the best-ranked tool, {top.record.name}, does not fit it ({top.doubt()}); "
-                        f"{fallback.record.name} is filled from the request but ranked lower, so check it first"
-                    )
-                    others = tuple(r for r in order if r.name != fallback.record.name)
-                    choice, trace["routing"] = Choice(fallback, why, others), "grounded"
+                checked.append(await fill(result, tighten=True))
+                fallback = checked[-1]
+                if fallback.grounded and explains.get(result.name, False):
+                    if top.grounding.invented and not top.missing:  # the request cannot fill the best one
+                        choice, trace["routing"] = Choice(fallback), "grounded"
+                    else:
+                        why = (
+                            f"the best-ranked tool, {top.record.name}, does not fit it ({top.doubt()}); "
+                            f"{fallback.record.name} is filled from the request but ranked lower, so check it first"
+                        )
+                        others = tuple(r for r in order if r.name != fallback.record.name)
+                        choice, trace["routing"] = Choice(fallback, why, others), "grounded"
                     break
         if choice is None and top.proposable:
             others = tuple(result for result in order if result.name != top.record.name)

@@ -165,15 +165,17 @@ async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_rank
     assert checked[1]["echoed"] == 1 and checked[1]["evidence"] == 0, checked
 
 
-async def test_a_fall_back_is_proposed_never_called_and_only_with_evidence_and_a_likelihood_above_no_tool():
+async def test_a_fall_back_is_called_only_with_evidence_and_a_likelihood_above_no_tool_when_the_best_cannot_be_filled():
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
-    generator = Generator({"time__convert_time": convert, "time__get_current_time": {"timezone": "Asia/Tokyo"}}, {})
+    generator = Generator(
+        {"time__convert_time": convert, "time__get_current_time": {"timezone": "Europe/London"}},
+        {"time__get_current_time": {"timezone": "Asia/Tokyo"}},  # the fall-back is narrowed too
+    )
     engine = Engine({"time__convert_time": -10.0, "time__get_current_time": -12.0})
     structured = await run(core, generator, engine, "what time is it in Tokyo?")
-    assert core.called == [] and structured["status"] == "proposed", structured
-    assert structured["call"] == {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
-    assert structured["trace"]["routing"] == "grounded" and "ranked lower" in structured["doubt"]
+    assert core.called == [("time__get_current_time", {"timezone": "Asia/Tokyo"})], structured
+    assert structured["trace"]["routing"] == "grounded"
     unlikely = Engine({"time__convert_time": -10.0, "time__get_current_time": -50.0})  # below no tool (-40)
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     structured = await run(core, generator, unlikely, "what time is it in Tokyo?")
