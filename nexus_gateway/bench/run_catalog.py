@@ -58,6 +58,8 @@ class Outcome:
     timings_ms: dict[str, float]
     routing: str | None
     text: str
+    checked: tuple[dict[str, Any], ...] = ()
+    """The candidates `run` filled (its trace's `checked`): tool, arguments, grounding."""
 
     def detail(self) -> dict[str, Any]:
         return {
@@ -74,7 +76,8 @@ class Outcome:
             "routing": self.routing,
             "ms": round(self.seconds * 1000, 1),
             "timings_ms": self.timings_ms,
-            **({"text": self.text[:300]} if self.status == "invalid" else {}),
+            "checked": list(self.checked),
+            **({"text": self.text[:300]} if self.status in ("invalid", "proposed") else {}),
         }
 
 
@@ -219,8 +222,19 @@ async def run_catalog(
             verdict, status, tool, arguments, candidates = score(case, structured, is_error, schemas)
             trace = structured.get("trace") or {}
             timings = {str(k): float(v) for k, v in (trace.get("timings_ms") or {}).items()}
+            checked = tuple(c for c in trace.get("checked") or [] if isinstance(c, dict))
             outcome = Outcome(
-                case, status, tool, arguments, candidates, verdict, seconds, timings, trace.get("routing"), text
+                case,
+                status,
+                tool,
+                arguments,
+                candidates,
+                verdict,
+                seconds,
+                timings,
+                trace.get("routing"),
+                text,
+                checked,
             )
             outcomes.append(outcome)
             if progress is not None:
