@@ -216,7 +216,7 @@ def tools(
             why = ", ".join(item["changes"]) + " changed" if item["changes"] else item["reason"]
             held.add_row(item["name"], why, "nothing (withheld)" if item["withheld"] else "the pinned definition")
         out.print(held)
-        out.print(f"Review: nexus-gateway tools diff -c {config}; approve: nexus-gateway tools approve NAME -c ...")
+        out.print(f"Review: nexus-gateway tools diff -c {config}; then: tools approve NAME --hash H -c ...")
     if report["trust"]["state"] != "ok":
         out.print(
             f"[red]Trust degraded[/] since {report['trust']['since']}: {escape(report['trust']['why'])}. Tools the "
