@@ -285,9 +285,9 @@ class Runner:
         order) that the request grounds (`Candidate.grounded`) and that explains the request: called when
         the best one needs values the request does not hold ("what time is it in Tokyo?": `convert_time`
         wants a time), proposed with the others when the best one was only doubtful (an echo, a path it
-        does not take: on the everyday dev set such a called fall-back was a wrong tool, "read
-        ~/notes/todo.md" -> a docs tool with a `path`); else the best one proposed with the others when it
-        is proposable; else None (the candidates come back).
+        does not take: the re-ranker's evidence still points to it, so a lower-ranked tool is a guess);
+        else the best one proposed with the others when it is proposable; else None (the candidates come
+        back).
 
         A value the request does not support is first decoded again among the request's own values of
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
