@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import queue
 import signal
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from nexus_gateway.runtime import preamble
 from nexus_gateway.runtime._json import MAX_DEPTH
 from tests.conftest import start_gateway_http, stdio_entry, write_config
 from tests.daemon._helpers import daemon_config, host
+from tests.server.test_fuzz import StdioGateway
 
 WAIT = 30.0
 """Seconds for one answer (the machine may be busy)."""
@@ -87,26 +86,14 @@ def _config(tmp: Path, **nexus: Any) -> Path:
 # ---- stdio ------------------------------------------------------------------------------------------------
 
 
-class Stdio:
-    """`nexus-gateway serve` on pipes, its stdout lines read into a queue by a thread."""
+class Stdio(StdioGateway):
+    """`nexus-gateway serve` on pipes (test_fuzz's reader), initialized, written to in any pieces."""
 
     def __init__(self, config: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nexus_gateway", "serve", "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        super().__init__(config)
         self.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE}) + "\n")
         self.reply(0)
         self.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
 
     def write(self, data: str) -> None:
         assert self.proc.stdin is not None
