@@ -35,7 +35,9 @@ _MAX_DEPTH = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
-def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+def resolve_ref(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a local `$ref` (`#/...`) in `schema` points to inside `root`; `schema` itself when it has none or it
+    does not resolve."""
     ref = schema.get("$ref")
     if not isinstance(ref, str) or not ref.startswith("#/"):
         return schema
@@ -62,7 +64,7 @@ def type_expr(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0
     if not isinstance(schema, Mapping):
         return "any"
     root = root if root is not None else schema
-    schema = _resolve(schema, root)
+    schema = resolve_ref(schema, root)
     if "enum" in schema and isinstance(schema["enum"], list):
         return "|".join(_literal(value) for value in schema["enum"]) or "any"
     if "const" in schema:
@@ -181,7 +183,7 @@ def hints(spec: Any, kind: str) -> tuple[list[str], str | None]:
 
 def _param(name: str, spec: Any, root: Mapping[str, Any], depth: int, optional: bool) -> str:
     kind = type_expr(spec, root, depth)
-    notes, default = hints(_resolve(spec, root) if isinstance(spec, Mapping) else spec, kind)
+    notes, default = hints(resolve_ref(spec, root) if isinstance(spec, Mapping) else spec, kind)
     text = f"{name}{'?' if optional else ''}: {kind}"
     if notes:
         text += f" ({', '.join(notes)})"

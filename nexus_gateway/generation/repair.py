@@ -24,6 +24,8 @@ import jsonschema
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
+from nexus_gateway.catalog.signatures import resolve_ref
+
 _TRUE = frozenset(("true", "yes", "on", "1"))
 _FALSE = frozenset(("false", "no", "off", "0"))
 
@@ -42,19 +44,9 @@ def _mapping(spec: Any, key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _resolve(spec: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
-    ref = spec.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return spec
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node if isinstance(node, Mapping) else spec
-
-
 def _types(spec: Mapping[str, Any], root: Mapping[str, Any]) -> list[str]:
     """The JSON types a parameter's schema declares (through `$ref`, `anyOf`/`oneOf` and type lists)."""
-    spec = _resolve(spec, root)
+    spec = resolve_ref(spec, root)
     kind = spec.get("type")
     found = (
         [kind] if isinstance(kind, str) else [k for k in kind if isinstance(k, str)] if isinstance(kind, list) else []

@@ -3,23 +3,15 @@ calls no task waits on."""
 
 from __future__ import annotations
 
-import sys
 import time
 
 import anyio
 import pytest
 
 from nexus_gateway.runtime._deadline import TimerDeadline
+from tests.runtime._loops import anyio_backend  # noqa: F401  (the fixture: asyncio and uvloop)
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=[("asyncio", {}), ("asyncio", {"use_uvloop": True})], ids=["asyncio", "uvloop"])
-def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, bool]]:
-    """The serving loop (uvloop, where the gateway runs: `cli/_run.py`) and asyncio's own."""
-    if request.param[1] and sys.platform == "win32":
-        pytest.skip("uvloop does not run on Windows")
-    return request.param
 
 
 async def until_fired(fired: list[bool]) -> float:

@@ -9,16 +9,9 @@ import anyio
 import pytest
 
 from nexus_gateway.runtime._exit import exited
+from tests.runtime._loops import anyio_backend  # noqa: F401  (the fixture: asyncio and uvloop)
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=[("asyncio", {}), ("asyncio", {"use_uvloop": True})], ids=["asyncio", "uvloop"])
-def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, bool]]:
-    """The serving loop (uvloop, where the gateway runs: `cli/_run.py`) and asyncio's own."""
-    if request.param[1] and sys.platform == "win32":
-        pytest.skip("uvloop does not run on Windows")
-    return request.param
 
 
 EXIT_SOON = [sys.executable, "-c", "import time; time.sleep(0.3); raise SystemExit(3)"]
