@@ -208,9 +208,7 @@ class UsageExamples:
             if fresh >= PUBLISH_EVERY:
                 fresh = 0
                 self._publish()
-                logger.info(
-                    "usage examples: %d of %d tools (%.0f s)", self.done, self.total, time.monotonic() - started
-                )
+                self._log(started)
 
         self.writing = True
         try:
