@@ -85,7 +85,7 @@ def search_fields(
             pool.weigh(weights)
             lexical[s, w] = [pool.bm25(terms[i], candidates) for i, (candidates, _) in enumerate(drawn)]
         cached.save()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for d, w, fusion in itertools.product(range(len(dense_grid)), range(len(lexical_grid)), fusion_grid):
         per_set = {}
         for s, chosen in enumerate(sets):

@@ -77,7 +77,7 @@ class Candidate:
     @property
     def missing(self) -> tuple[str, ...]:
         """Required facts the request does not give, for the host to supply (the generator's `missing`)."""
-        return tuple(getattr(self.generated, "missing", ()))
+        return self.generated.missing
 
     @property
     def fillable(self) -> bool:
@@ -404,7 +404,7 @@ class Runner:
         )
         candidates = [{"name": picked.result.name, "signature": picked.result.signature, "score": picked.result.score}]
         candidates += [{"name": r.name, "signature": r.signature, "score": r.score} for r in choice.others]
-        structured = {
+        structured: dict[str, Any] = {
             "status": "proposed",
             "call": call,
             "doubt": choice.doubt,
