@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,14 +97,18 @@ def test_the_skeleton_keeps_names_plain_types_short_enums_and_required_only():
     assert "type" in shape["properties"]["odd"]
 
 
+REPO = Path(__file__).resolve().parents[2]
+DEV_DATA = Path(os.environ.get("NEXUS_DEV_DATA") or REPO.parent / "shared" / "data" / "dev")
+"""The development data sets (the 843-tool real catalog, LiveMCPBench's tools) where they sit beside the checkout."""
 CATALOGS = [
-    Path("/work/shared/data/dev/real_servers/tools.json"),
-    Path("/work/shared/data/dev/livemcpbench/tools.json"),
-    Path(__file__).parents[2] / "nexus_gateway/evals/data/arguments/bfcl_style/tools.json",
+    REPO / "nexus_gateway/evals/data/arguments/real_mcp/tools.json",
+    REPO / "nexus_gateway/evals/data/arguments/bfcl_style/tools.json",
+    DEV_DATA / "real_servers/tools.json",
+    DEV_DATA / "livemcpbench/tools.json",
 ]
 
 
-@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_every_tool_of_the_real_catalogs_builds_a_grammar_naming_its_parameters(path: Path):
     if not path.exists():
         pytest.skip(f"{path} is not on this machine (the development data sets)")
