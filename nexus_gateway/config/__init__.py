@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from nexus_gateway.config._dotenv import parse_env_file
 from nexus_gateway.config.variables import Variables, host_variables
@@ -131,6 +139,58 @@ class ProfileSpec(BaseModel):
     """Bearer tokens that choose this profile on HTTP (accepted besides `auth_tokens`)."""
 
 
+_SIGNING_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
+
+
+class ClaimProfile(BaseModel):
+    """One rule of `nexus.oauth.profiles`: a token whose `claim` holds `value` is served under `profile`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claim: str = Field(min_length=1)
+    """A claim name; a dotted path reaches into objects (`realm_access.roles`)."""
+    value: str
+    """Matches a string claim equal to it, a list claim holding it, or one word of a space-separated
+    `scope`."""
+    profile: ProfileName
+    """A name of `nexus.profiles`."""
+
+
+class OAuthSettings(BaseModel):
+    """`nexus.oauth`: the gateway as an OAuth 2.1 resource server for remote agents (server/oauth.py). JWT
+    access tokens from `issuer` are accepted on `/mcp`, `/sse` and `/p/NAME/...` beside `auth_tokens`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(pattern=r"^https?://")
+    """The authorization server whose tokens are accepted (the tokens' `iss`)."""
+    jwks_uri: str | None = Field(default=None, pattern=r"^https?://")
+    """Where the issuer's signing keys are; read from its RFC 8414 / OpenID metadata when unset."""
+    audience: str | None = Field(default=None, pattern=r"^https?://")
+    """This gateway's resource URL, which tokens must name in `aud` (e.g. `https://gateway.example.com`);
+    when unset, the origin a request came to (`scheme://host:port`)."""
+    required_scopes: list[str] = Field(default_factory=list)
+    """Scopes every token must carry; a token without one of them is refused with 403 insufficient_scope."""
+    authorization_servers: list[str] = Field(default_factory=list)
+    """The authorization servers advertised in the RFC 9728 metadata; `[issuer]` when empty."""
+    profiles: list[ClaimProfile] = Field(default_factory=list)
+    """Rules choosing a token's profile from its claims, the first match wins; no match: `default_profile`."""
+    default_profile: ProfileName | None = None
+    """The profile of a token no rule matches; the whole gateway when unset."""
+    algorithms: list[str] = Field(default_factory=lambda: list(_SIGNING_ALGORITHMS))
+    """Signature algorithms accepted (asymmetric only)."""
+    leeway: float = Field(default=30.0, ge=0, le=300)
+    """Seconds of clock skew allowed on `exp`, `nbf` and `iat`."""
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, algorithms: list[str]) -> list[str]:
+        wrong = [name for name in algorithms if name not in _SIGNING_ALGORITHMS]
+        if wrong or not algorithms:
+            raise ValueError(f"accepted algorithms are {', '.join(_SIGNING_ALGORITHMS)}; got {wrong or 'none'}")
+        return algorithms
+
+
 class NexusSettings(BaseModel):
     """Gateway settings: the `nexus` key of the config file, then `NEXUS_*` environment variables."""
 
@@ -221,6 +281,8 @@ class NexusSettings(BaseModel):
     """Named views of the gateway, chosen per client: `serve --profile`, a bearer token, or `/p/NAME/mcp`."""
     watch: bool = True
     """Reload the config file when it changes (servers added, removed and changed; profiles)."""
+    oauth: OAuthSettings | None = None
+    """The gateway as an OAuth resource server for remote agents (JWT access tokens; server/oauth.py)."""
 
     @field_validator("profiles")
     @classmethod
@@ -233,6 +295,15 @@ class NexusSettings(BaseModel):
                 if owners.setdefault(token, name) != name:
                     raise ValueError(f"profiles {owners[token]!r} and {name!r} share a token; give each its own")
         return profiles
+
+    @model_validator(mode="after")
+    def _oauth_profiles_exist(self) -> NexusSettings:
+        if self.oauth is not None:
+            named = [rule.profile for rule in self.oauth.profiles] + [self.oauth.default_profile or ""]
+            unknown = sorted({name for name in named if name and name not in self.profiles})
+            if unknown:
+                raise ValueError(f"oauth names profiles {unknown} that nexus.profiles does not define")
+        return self
 
     def profile_tokens(self) -> dict[str, str]:
         """Each profile's bearer tokens, mapped to the profile's name."""
