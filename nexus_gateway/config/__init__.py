@@ -191,6 +191,21 @@ class OAuthSettings(BaseModel):
         return algorithms
 
 
+class ClusterSettings(BaseModel):
+    """`nexus.cluster`: replicas sharing their state (pins and approvals, vectors, start times, recent calls)
+    through Redis instead of the state directory's files (nexus_gateway/state/, docs/state.md). Environment:
+    `NEXUS_CLUSTER_REDIS_URL`, `NEXUS_CLUSTER_KEY_PREFIX`, `NEXUS_CLUSTER_TIMEOUT`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    redis_url: str | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
+    """`redis://host:6379/0` (or `rediss://`, `unix://`); unset: the state directory's files (one machine)."""
+    key_prefix: str = Field(default="nexus:", min_length=1)
+    """Every key and channel the gateway uses starts with this (one prefix per gateway deployment)."""
+    timeout: float = Field(default=0.5, gt=0, le=30)
+    """Seconds a Redis command or connection may take before the store is reported degraded."""
+
+
 class NexusSettings(BaseModel):
     """Gateway settings: the `nexus` key of the config file, then `NEXUS_*` environment variables."""
 
@@ -281,6 +296,8 @@ class NexusSettings(BaseModel):
     """Named views of the gateway, chosen per client: `serve --profile`, a bearer token, or `/p/NAME/mcp`."""
     watch: bool = True
     """Reload the config file when it changes (servers added, removed and changed; profiles)."""
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    """Shared state in Redis for replicas behind a load balancer (`cluster.redis_url`); off by default."""
     oauth: OAuthSettings | None = None
     """The gateway as an OAuth resource server for remote agents (JWT access tokens; server/oauth.py)."""
 
@@ -385,6 +402,13 @@ def _settings_from_env(base: dict[str, Any], environ: Mapping[str, str]) -> tupl
     sources: dict[str, str] = {}
     for name, info in NexusSettings.model_fields.items():
         variable = f"NEXUS_{name.upper()}"
+        if name == "cluster":  # a sub-model: NEXUS_CLUSTER_<KEY> each
+            for key in ClusterSettings.model_fields:
+                if (value := environ.get(f"{variable}_{key.upper()}")) is not None:
+                    cluster = merged.get("cluster")
+                    merged["cluster"] = {**(cluster if isinstance(cluster, dict) else {}), key: value}
+                    sources["cluster"] = f"{variable}_{key.upper()}"
+            continue
         raw = environ.get(variable)
         if raw is None:
             continue
