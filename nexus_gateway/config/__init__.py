@@ -31,6 +31,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -94,10 +95,42 @@ class StdioServer(_Entry):
         return value
 
 
+class UpstreamOAuth(BaseModel):
+    """A remote server's `oauth` entry: how the gateway signs in to it (upstreams/oauth/). Without one, the
+    gateway signs in on its own when the server asks (client ID metadata document, else dynamic registration).
+    Unknown keys are an error here: a misspelt `client_secret` would go unnoticed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """False: never sign in to this server (`"oauth": false` says the same)."""
+    client_id: str | None = Field(default=None, min_length=1)
+    """A client registered with the server's authorization server beforehand (no dynamic registration)."""
+    client_secret: SecretStr | None = Field(default=None, min_length=1)
+    """That client's secret, for a confidential client (use `${VAR}`: the file is not a secret store)."""
+    token_endpoint_auth_method: Literal["none", "client_secret_basic", "client_secret_post"] | None = None
+    """How that client authenticates at the token endpoint: `client_secret_basic` when it has a secret, else `none`."""
+    scopes: list[str] = Field(default_factory=list)
+    """Scopes to ask for, besides those the server's challenge or metadata names."""
+    redirect_port: int = Field(default=33418, ge=1, le=65535)
+    """The loopback port of the redirect URI (`http://127.0.0.1:PORT/callback`) sign-in listens on."""
+    client_metadata_url: str | None = Field(default=None, pattern=r"^https://[^/]+/.+")
+    """An HTTPS URL of a client ID metadata document (CIMD) describing this gateway, used as its client ID where
+    the authorization server supports it."""
+
+
 class RemoteServer(_Entry):
     type: Literal["sse", "http", "streamable-http", "streamableHttp", "streamable_http"] | None = None
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: UpstreamOAuth | None = None
+    """How to sign in to this server when it asks for OAuth (see `UpstreamOAuth`); `false` never signs in."""
+
+    @field_validator("oauth", mode="before")
+    @classmethod
+    def _oauth_switch(cls, value: Any) -> Any:
+        """`"oauth": false` turns sign-in off, `true` is the default."""
+        return {"enabled": value} if isinstance(value, bool) else value
 
     @property
     def transport(self) -> Literal["sse", "http"]:
