@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "nexus_gateway"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("cli", "daemon", "bench", "evals", "__main__"),
+    ("cli", "daemon", "bench", "evals", "deploy", "__main__"),
     ("server",),
     ("dashboard",),
     ("meta",),
