@@ -6,7 +6,7 @@
 # 1. System packages the tests use, installed from the distribution when missing (Debian/Ubuntu: apt-get, as root
 #    or through `sudo -n`): chromium at /usr/bin/chromium (the dashboard's browser test), nodejs + npm (npx starts
 #    npm servers), git (mcp-server-git), a C/C++ compiler (llama-cpp-python builds from source on the first
-#    install) and Python's venv. Where it cannot install one it says so and goes on: the tests that need it fail
+#    install), Python's venv and haproxy (tests/cluster/). Where it cannot install one it says so and goes on: the tests that need it fail
 #    with a message naming it. NEXUS_TEST_SETUP=0 skips this step.
 # 2. A virtual environment ($NEXUS_VENV, default .venv) with `pip install -e '.[dev]'`.
 # 3. pytest with the arguments given.
@@ -24,6 +24,7 @@ missing_packages() {
     command -v git >/dev/null 2>&1 || echo git
     { command -v cc && command -v c++; } >/dev/null 2>&1 || echo build-essential
     [ -x "$venv/bin/python" ] || "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 || echo python3-venv
+    PATH="$PATH:/usr/sbin:/sbin" command -v haproxy >/dev/null 2>&1 || echo haproxy
 }
 why() {
     case $1 in
@@ -32,6 +33,7 @@ why() {
         git) echo "mcp-server-git and the tests that read this repository need git" ;;
         build-essential) echo "llama-cpp-python compiles on its first install: it needs a C/C++ compiler" ;;
         python3-venv) echo "the virtual environment needs Python's venv and ensurepip" ;;
+        haproxy) echo "tests/cluster/ runs gateway replicas behind HAProxy" ;;
     esac
 }
 
