@@ -31,6 +31,12 @@ GATEWAY_WIDE = ("/healthz", "/metrics", "/control", "/ui")
 """Paths that show or change the whole gateway: a profile's token is refused there."""
 
 
+def split_profile_path(path: str) -> tuple[str | None, str]:
+    """(NAME, the rest) of `/p/NAME/rest`; (None, path) for a path outside any profile."""
+    found = _PATH.match(path)
+    return (found.group(1), path[found.end() :]) if found else (None, path)
+
+
 def request_profile(ctx: ServerRequestContext[Any], default: str | None) -> str | None:
     """The profile `ctx`'s request is served under: the one its HTTP request was marked with, else `default`."""
     scope = getattr(ctx.request, "scope", None)

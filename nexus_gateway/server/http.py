@@ -2,7 +2,8 @@
 and the dashboard at `/ui` (dashboard/).
 
 Binds 127.0.0.1 unless told otherwise. On every path, Host and Origin headers are checked (DNS-rebinding
-protection), bearer tokens are required when configured, and request bodies are capped. Streamable-HTTP
+protection), bearer tokens are required when configured (static ones, or the JWT access tokens of
+`nexus.oauth`: oauth.py), and request bodies are capped. Streamable-HTTP
 sessions live in a bounded pool that evicts idle ones (sessions.py).
 """
 
@@ -12,7 +13,7 @@ import hmac
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
@@ -40,6 +41,9 @@ from nexus_gateway.server.clients import ClientRegistry
 from nexus_gateway.server.control import control_routes
 from nexus_gateway.server.sessions import SessionPool
 from nexus_gateway.upstreams.pool import UpstreamState
+
+if TYPE_CHECKING:
+    from nexus_gateway.server.oauth import ResourceServer  # imported when nexus.oauth is set (PyJWT, cryptography)
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ class GuardMiddleware:
         max_bytes: int,
         browser: BrowserLogin | None = None,
         profile_tokens: Callable[[], Mapping[str, str]] = dict,
+        oauth: ResourceServer | None = None,
     ) -> None:
         self.app = app
         self.browser = browser  # the dashboard's cookie or `?token=` sign-in, under /ui only
@@ -82,6 +87,8 @@ class GuardMiddleware:
         self.profile_tokens = profile_tokens
         """Tokens bound to a profile (read on every request: a reloaded config's tokens count at once)."""
         self.max_bytes = max_bytes
+        self.oauth = oauth
+        """JWT access tokens of `nexus.oauth` (server/oauth.py), checked when no static token matches."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -93,7 +100,9 @@ class GuardMiddleware:
             return
         headers = dict(scope["headers"])
         bound = self.profile_tokens()
-        if self.tokens or bound:
+        if self.oauth is not None and self.oauth.is_metadata_path(scope["path"]):
+            pass  # RFC 9728 metadata: what a client reads to learn how to sign in, before it has a token
+        elif self.tokens or bound or self.oauth is not None:
             sent = sum(1 for name, _ in scope["headers"] if name == b"authorization")
             if sent > 1:  # which one to believe? (a dict would keep the last: a proxy's added header could win)
                 message = f"Send one Authorization header; this request had {sent}."
@@ -102,6 +111,9 @@ class GuardMiddleware:
             owner = self._token_owner(headers.get(b"authorization", b""), bound)
             if owner is None and self.browser is not None:
                 owner = self.browser.owner(scope, lambda token: self._token_owner(f"Bearer {token}".encode(), bound))
+            if owner is None and self.oauth is not None:
+                await self._oauth(scope, receive, send, headers.get(b"authorization"))
+                return
             if owner is None:
                 message = "Send 'Authorization: Bearer <token>' with a configured token (a browser: /ui?token=...)."
                 response = JSONResponse(
@@ -114,7 +126,27 @@ class GuardMiddleware:
             if owner.startswith("profile:"):
                 scope[TOKEN_PROFILE_KEY] = owner.removeprefix("profile:")
             scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
-        length = headers.get(b"content-length")
+        await self._admit(scope, receive, send)
+
+    async def _oauth(self, scope: Scope, receive: Receive, send: Send, authorization: bytes | None) -> None:
+        """A request no static token signs in: served when it carries a valid access token of
+        `nexus.oauth`, refused (401, 403 or 503) otherwise."""
+        assert self.oauth is not None
+        grant = await self.oauth.admit(scope, receive, send, authorization)
+        if grant is None:
+            return
+        if self.oauth.refused_path(scope["path"]):
+            message = f"An OAuth access token reaches /mcp and /sse only; {scope['path']} needs nexus.auth_tokens."
+            await JSONResponse({"error": "forbidden", "message": message}, status_code=403)(scope, receive, send)
+            return
+        if grant.profile is not None:
+            scope[TOKEN_PROFILE_KEY] = grant.profile
+        scope["user"] = AuthenticatedUser(grant.token)
+        await self._admit(scope, receive, send)
+
+    async def _admit(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The request body cap, then the app."""
+        length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             message = f"Request body of {int(length)} bytes exceeds the {self.max_bytes}-byte limit."
             await JSONResponse({"error": "payload_too_large", "message": message}, status_code=413)(
@@ -176,7 +208,9 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         max_request_body_size=settings.max_request_bytes,
         max_sessions=settings.max_sessions,
         idle_timeout=settings.session_idle_timeout,
-        max_per_owner=settings.max_sessions_per_token if settings.auth_tokens or settings.profiles else None,
+        max_per_owner=settings.max_sessions_per_token
+        if settings.auth_tokens or settings.profiles or settings.oauth
+        else None,
         quiet_json=settings.fast_path,
     )
 
@@ -219,6 +253,12 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         Mount("/ui", app=_Dashboard(gateway, login)),
     ]
     routes += control_routes(gateway)
+    oauth = None
+    if settings.oauth is not None:
+        from nexus_gateway.server.oauth import ResourceServer
+
+        oauth = ResourceServer(settings.oauth, lambda: gateway.settings.profiles)
+        routes += oauth.routes()
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
     app.add_middleware(ProfilePaths, settings=lambda: gateway.settings)  # inside the guard: after the token
     app.add_middleware(
@@ -228,6 +268,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
         max_bytes=settings.max_request_bytes,
         browser=login,
         profile_tokens=lambda: gateway.settings.profile_tokens(),
+        oauth=oauth,
     )
     return app
 
