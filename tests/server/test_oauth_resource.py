@@ -237,7 +237,7 @@ async def test_a_claim_mapped_to_a_profile_serves_that_profile(gateway_url: str,
             Client(streamable_http_client(f"{gateway_url}/mcp", http_client=http), cache=None) as client,
         ):
             listed = {tool.name for tool in (await client.list_tools()).tools}
-    other_path = _post(f"{gateway_url}/p/other/mcp", token)
+            other_path = await http.post(f"{gateway_url}/p/other/mcp", json=INIT)
     assert listed == {"lib__echo"}
     assert other_path.status_code == 403 and "profile 'reader'" in other_path.json()["message"]
 
@@ -250,6 +250,6 @@ async def test_static_auth_tokens_keep_working_beside_oauth(gateway_url: str):
             Client(streamable_http_client(f"{gateway_url}/mcp", http_client=http), cache=None) as client,
         ):
             listed = {tool.name for tool in (await client.list_tools()).tools}
-    health = httpx.get(f"{gateway_url}/healthz", headers={"Authorization": f"Bearer {ADMIN}"})
+            health = await http.get(f"{gateway_url}/healthz")
     assert {"lib__echo", "lib__shelve"} <= listed
     assert health.status_code == 200
