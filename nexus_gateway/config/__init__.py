@@ -199,9 +199,9 @@ class OAuthSettings(BaseModel):
     """The authorization server whose tokens are accepted (the tokens' `iss`)."""
     jwks_uri: str | None = Field(default=None, pattern=r"^https?://")
     """Where the issuer's signing keys are; read from its RFC 8414 / OpenID metadata when unset."""
-    audience: str | None = Field(default=None, pattern=r"^https?://")
-    """This gateway's resource URL, which tokens must name in `aud` (e.g. `https://gateway.example.com`);
-    when unset, the origin a request came to (`scheme://host:port`)."""
+    audience: str | None = Field(default=None, pattern=r"^https?://[^/?#]+/?$")
+    """This gateway's resource identifier, its public origin, which tokens must name in `aud` (e.g.
+    `https://gateway.example.com`); when unset, the origin a request came to (`scheme://host:port`)."""
     required_scopes: list[str] = Field(default_factory=list)
     """Scopes every token must carry; a token without one of them is refused with 403 insufficient_scope."""
     authorization_servers: list[str] = Field(default_factory=list)

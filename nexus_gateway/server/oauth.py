@@ -204,7 +204,7 @@ class ResourceServer:
         try:
             claims = await self.verifier.verify(token.strip(), self.audiences(scope))
         except TokenRejected as exc:
-            logger.info("oauth: refused a token on %s: %s", scope["path"], exc)
+            logger.debug("oauth: refused a token on %s: %s", scope["path"], exc)
             raise Refusal(
                 self.challenge(scope, 401, "invalid_token", f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
             ) from None
