@@ -7,6 +7,7 @@
     ├── ArgumentsInvalid         arguments that do not match the tool's JSON Schema
     ├── UpstreamError            anything that went wrong talking to an upstream server
     │   ├── UpstreamUnavailable  the upstream is not connected (starting, crashed, restarting)
+    │   │   └── UpstreamNeedsAuthorization  it waits for a person to sign in (OAuth)
     │   ├── UpstreamTimeout      the upstream did not answer within the per-call timeout
     │   └── UpstreamProtocolError the upstream answered with a JSON-RPC error
     ├── EngineError              the local model could not be loaded, or llama.cpp failed (full context, ...)
@@ -66,6 +67,10 @@ class UpstreamError(NexusError):
 
 class UpstreamUnavailable(UpstreamError):
     """The upstream is not connected right now; the pool keeps retrying in the background."""
+
+
+class UpstreamNeedsAuthorization(UpstreamUnavailable):
+    """The upstream asks for an OAuth sign-in that needs a person; the message says what to run."""
 
 
 class UpstreamTimeout(UpstreamError):

@@ -14,7 +14,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,20 +25,27 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from nexus_gateway._sdk import create_mcp_http_client
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer, default_state_dir
-from nexus_gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from nexus_gateway.errors import (
+    UpstreamError,
+    UpstreamNeedsAuthorization,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
 from nexus_gateway.runtime._deadline import CallDeadline, TimerDeadline
 from nexus_gateway.runtime._watched import WatchedTransport
 from nexus_gateway.upstreams._direct import DirectCalls
 from nexus_gateway.upstreams._prelaunch import Launch
 from nexus_gateway.upstreams.callbacks import AnsweringLink, HostLink, Switchboard
+from nexus_gateway.upstreams.oauth import OAuthUpstreams
+from nexus_gateway.upstreams.oauth.provider import UpstreamAuth
+from nexus_gateway.upstreams.oauth.signin import GatewaySignIn
+from nexus_gateway.upstreams.remote import open_remote
 from nexus_gateway.upstreams.start_order import load_start_times, save_start_times, slowest_first
 from nexus_gateway.upstreams.stdio_client import StdioCommand, stdio_upstream
 
@@ -64,6 +71,8 @@ class UpstreamState(StrEnum):
     STARTING = "starting"
     HEALTHY = "healthy"
     UNHEALTHY = "unhealthy"
+    NEEDS_AUTHORIZATION = "needs authorization"
+    """A remote upstream that asks for an OAuth sign-in: it waits for one (`auth login`), it is not restarted."""
     STOPPED = "stopped"
 
 
@@ -98,10 +107,14 @@ class Upstream:
         switchboard: Switchboard | None = None,
         *,
         transport: OpenTransport | None = None,
+        oauth: tuple[UpstreamAuth, GatewaySignIn] | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
         self._open_override = transport
+        self.auth: UpstreamAuth | None = oauth[0] if oauth is not None else None
+        self.sign_in: GatewaySignIn | None = oauth[1] if oauth is not None else None
+        """How this remote upstream signs in when it asks for OAuth (upstreams/oauth/), None for the others."""
         self.settings = settings
         self.call_timeout = spec.call_timeout or settings.call_timeout
         self.call_timeout_max = max(spec.call_timeout_max or settings.call_timeout_max, self.call_timeout)
@@ -169,6 +182,10 @@ class Upstream:
                 raise
             except Exception as exc:  # boundary: any failure of one upstream stays with that upstream
                 error = _describe(exc, self.spec)
+            if self.auth is not None and self.auth.required is not None and self.state is not UpstreamState.STOPPED:
+                await self._wait_for_sign_in()
+                backoff = self.settings.restart_backoff_initial
+                continue
             self._mark_down(error)
             self._ready.set()
             self._settled.set()
@@ -179,6 +196,25 @@ class Upstream:
             backoff = min(backoff * 2, self.settings.restart_backoff_max)
             self.restarts += 1
             self.state = UpstreamState.STARTING
+
+    async def _wait_for_sign_in(self) -> None:
+        """Wait, as "needs authorization", for a sign-in (`auth login`, or one the gateway ran); then reconnect."""
+        assert self.auth is not None
+        self._client = None
+        self.state = UpstreamState.NEEDS_AUTHORIZATION
+        self.last_error = self.auth.needs_sign_in()
+        self._ready.set()
+        self._settled.set()
+        logger.warning("%s", self.last_error)
+        await self.auth.wait_signed_in()
+        logger.info("upstream %s: a sign-in is there; connecting", self.name)
+        self.state = UpstreamState.STARTING
+
+    async def begin_sign_in(self, spawn: Callable[..., object]) -> str:
+        """The link of a sign-in the gateway runs itself for this upstream (started in `spawn`'s task group)."""
+        if self.sign_in is None:
+            raise UpstreamUnavailable(self.name, f"Upstream server {self.name!r} does not sign in with OAuth.")
+        return await self.sign_in.begin(spawn)
 
     async def _serve_one_connection(self) -> None:
         """One connection, from a start slot (held until the upstream is healthy or has failed) to its end."""
@@ -275,9 +311,7 @@ class Upstream:
             cap = spec.max_result_bytes or self.settings.max_result_bytes
             return stdio_upstream(command, server=self.name, max_bytes=cap, errlog=sys.stderr, direct=self.direct)
         assert isinstance(spec, RemoteServer)
-        if spec.transport == "sse":
-            return sse_client(spec.url, headers=spec.headers or None, timeout=self.start_timeout)
-        return _streamable_http(spec.url, spec.headers)
+        return open_remote(spec, timeout=self.start_timeout, auth=self.auth)
 
     async def _refresh(self, client: Client) -> None:
         """List what the server declares. Tools are the point: their listing failing fails the connection.
@@ -332,6 +366,8 @@ class Upstream:
         self._connected()
 
     def _connected(self) -> Client:
+        if self.state is UpstreamState.NEEDS_AUTHORIZATION and self.auth is not None:
+            raise UpstreamNeedsAuthorization(self.name, self.auth.needs_sign_in())
         if self._client is None or self.state is not UpstreamState.HEALTHY:
             reason = f": {self.last_error}" if self.last_error else ""
             raise UpstreamUnavailable(
@@ -372,6 +408,8 @@ class Upstream:
         """The error of a request the upstream answered with `exc`, sent on `client`'s connection (a closed
         connection marks the upstream down, unless it has already reconnected)."""
         if exc.code == types.CONNECTION_CLOSED:
+            if self.auth is not None and self.auth.required is not None:  # the sign-in was refused mid-session
+                return UpstreamNeedsAuthorization(self.name, self.auth.needs_sign_in())
             if client is not None and self._client is client:
                 self._mark_down("connection closed")
             return UpstreamUnavailable(
@@ -455,15 +493,6 @@ class Upstream:
             await self._client.session.send_notification(notification)
 
 
-@asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    async with (
-        create_mcp_http_client(headers=headers or None) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
-
-
 async def _all_pages(fetch: Callable[..., Awaitable[Any]]) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
@@ -522,8 +551,17 @@ class UpstreamPool:
     ) -> None:
         self.switchboard = Switchboard()
         opened = transports or {}
+        self.oauth = OAuthUpstreams(config, default_state_dir(config))
         self.upstreams = {
-            name: Upstream(name, spec, config.nexus, on_listing, self.switchboard, transport=opened.get(name))
+            name: Upstream(
+                name,
+                spec,
+                config.nexus,
+                on_listing,
+                self.switchboard,
+                transport=opened.get(name),
+                oauth=self.oauth.of(name, spec) if name not in opened else None,
+            )
             for name, spec in config.enabled_servers.items()
         }
         self._settings = config.nexus
@@ -569,7 +607,10 @@ class UpstreamPool:
         if name in self.upstreams:
             raise ValueError(f"upstream {name!r} is already running")
         transport = self._transports.get(name)
-        upstream = Upstream(name, spec, self._settings, self._on_listing, self.switchboard, transport=transport)
+        oauth = self.oauth.of(name, spec) if transport is None else None
+        upstream = Upstream(
+            name, spec, self._settings, self._on_listing, self.switchboard, transport=transport, oauth=oauth
+        )
         self.upstreams[name] = upstream
         self._start(upstream)
         return upstream
@@ -609,6 +650,11 @@ class UpstreamPool:
 
     def get(self, name: str) -> Upstream | None:
         return self.upstreams.get(name)
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run `fn` in the pool's task group until it returns or the pool closes (a sign-in the gateway runs)."""
+        assert self._tg is not None
+        self._tg.start_soon(fn)
 
     def statuses(self) -> list[UpstreamStatus]:
         return [upstream.status() for upstream in self.upstreams.values()]

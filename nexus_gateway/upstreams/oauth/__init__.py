@@ -1,0 +1,57 @@
+"""The gateway as an OAuth 2.1 client of remote upstreams that ask for a sign-in.
+
+    store.py     where sign-ins are kept: the OS keyring, else encrypted files (mode 0600) in the state dir
+    provider.py  `UpstreamAuth`: the SDK's OAuth provider with refresh ahead of expiry, one refresh at a time,
+                 and "needs authorization" instead of a browser in the running gateway
+    signin.py    a person's sign-in: the authorization URL out, the loopback (or pasted) redirect back
+
+`OAuthUpstreams` makes the provider and the sign-in of each remote upstream of a config.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from nexus_gateway.config import GatewayConfig, RemoteServer, ServerSpec
+from nexus_gateway.upstreams.oauth.provider import UpstreamAuth, wants_oauth
+from nexus_gateway.upstreams.oauth.signin import GatewaySignIn
+from nexus_gateway.upstreams.oauth.store import SignInStore, open_store
+
+__all__ = ["OAuthUpstreams", "sign_in_command"]
+
+
+def sign_in_command(name: str, config_path: Path | None) -> str:
+    """The command that signs in to upstream `name` of the config at `config_path`."""
+    command = f"nexus-gateway auth login {shlex.quote(name)}"
+    return command + (f" -c {shlex.quote(str(config_path))}" if config_path is not None else "")
+
+
+class OAuthUpstreams:
+    """The sign-ins of one config's remote upstreams, kept in one store (opened when first needed)."""
+
+    def __init__(self, config: GatewayConfig, state_dir: Path) -> None:
+        self._config = config
+        self.state_dir = state_dir
+        self._store: SignInStore | None = None
+
+    @property
+    def store(self) -> SignInStore:
+        if self._store is None:
+            self._store = open_store(self.state_dir)
+        return self._store
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.state_dir / "oauth"
+
+    def of(self, name: str, spec: ServerSpec) -> tuple[UpstreamAuth, GatewaySignIn] | None:
+        """The provider and the gateway-run sign-in of upstream `name`, or None when it never signs in."""
+        if not isinstance(spec, RemoteServer) or not wants_oauth(spec):
+            return None
+        command = sign_in_command(name, self._config.path)
+        auth = UpstreamAuth(name, spec, self.store, lock_dir=self.lock_dir, sign_in_command=command)
+        sign_in = GatewaySignIn(
+            name, spec, self.store, lock_dir=self.lock_dir, sign_in_command=command, signed_in=auth.signed_in
+        )
+        return auth, sign_in
