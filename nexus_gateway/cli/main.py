@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nexus_gateway import __version__
+from nexus_gateway.cli import auth as auth_cli
 from nexus_gateway.cli import bench, evals, import_claude, index, pins, servers
 from nexus_gateway.cli import daemon as daemon_cli
 from nexus_gateway.cli import engine as engine_cli
@@ -49,6 +50,7 @@ tools_app.command("diff")(pins.diff)
 tools_app.command("approve")(pins.approve)
 app.add_typer(servers.app, name="servers")
 app.add_typer(index.index_app, name="index")
+app.add_typer(auth_cli.auth_app, name="auth")
 
 out = Console()
 
