@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import time
@@ -183,6 +184,17 @@ def test_a_profile_path_has_its_own_resource_metadata(gateway_url: str, issuer: 
     assert unknown.status_code == 404
 
 
+def test_the_metadata_path_opens_nothing_else_without_a_token(gateway_url: str):
+    host, port = urlsplit(gateway_url).netloc.split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    for path in ("/.well-known/oauth-protected-resource/../../mcp", "/.well-known/oauth-protected-resource/p/x/../mcp"):
+        connection.request("POST", path, body=json.dumps(INIT), headers={"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.status == 404, path  # the path is taken as written: no route, nothing served
+    connection.close()
+
+
 @pytest.mark.parametrize(
     ("case", "claims", "status", "error"),
     [
@@ -207,12 +219,16 @@ def test_a_token_that_is_not_for_this_gateway_is_refused_with_the_right_status(
     assert challenge["scope"] == SCOPE  # what to ask for (RFC 6750 section 3; the MCP spec's step-up)
 
 
-def test_a_valid_token_opens_a_session_and_a_token_for_a_profile_path_only_that_path(gateway_url: str, issuer: Issuer):
+def test_a_valid_token_opens_a_session_even_with_a_little_clock_skew_and_a_profiles_token_only_its_path(
+    gateway_url: str, issuer: Issuer
+):
     accepted = _post(f"{gateway_url}/mcp", issuer.mint(aud=gateway_url))
+    skewed = _post(f"{gateway_url}/mcp", issuer.mint(aud=gateway_url, exp=int(time.time()) - 5))  # within leeway
     for_profile = issuer.mint(aud=f"{gateway_url}/p/reader/mcp")
     on_its_path = _post(f"{gateway_url}/p/reader/mcp", for_profile)
     elsewhere = _post(f"{gateway_url}/mcp", for_profile)
     assert accepted.status_code == 200 and "mcp-session-id" in accepted.headers
+    assert skewed.status_code == 200
     assert on_its_path.status_code == 200
     assert elsewhere.status_code == 401 and _challenge(elsewhere)["error"] == "invalid_token"
 
