@@ -25,6 +25,7 @@ missing_packages() {
     { command -v cc && command -v c++; } >/dev/null 2>&1 || echo build-essential
     [ -x "$venv/bin/python" ] || "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 || echo python3-venv
     PATH="$PATH:/usr/sbin:/sbin" command -v haproxy >/dev/null 2>&1 || echo haproxy
+    command -v redis-server >/dev/null 2>&1 || echo redis-server
 }
 why() {
     case $1 in
@@ -34,6 +35,7 @@ why() {
         build-essential) echo "llama-cpp-python compiles on its first install: it needs a C/C++ compiler" ;;
         python3-venv) echo "the virtual environment needs Python's venv and ensurepip" ;;
         haproxy) echo "tests/cluster/ runs gateway replicas behind HAProxy" ;;
+        redis-server) echo "tests/state/ shares the gateway's state (pins, vectors) between replicas in a real Redis" ;;
     esac
 }
 
