@@ -26,12 +26,13 @@ from typing import Any
 
 from nexus_gateway.bench._serve import start_http
 from nexus_gateway.deploy.haproxy import Balancer, render
+from nexus_gateway.errors import NexusError
 
 START_TIMEOUT = 30.0
 """Seconds a replica, HAProxy or Redis may take to be ready."""
 
 
-class MissingBinary(RuntimeError):
+class MissingBinary(NexusError):
     """A system program the cluster needs is not installed."""
 
 

@@ -96,6 +96,39 @@ def proxy(
         out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
 
 
+@app.command()
+def cluster(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
+    calls: Annotated[int, typer.Option(min=1, help="Measured calls per path and era (latency).")] = 1000,
+    warmup: Annotated[int, typer.Option(min=0, help="Unmeasured calls per path first.")] = 50,
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent modern-era clients for calls/s.")] = 8,
+    throughput_calls: Annotated[int, typer.Option(min=1, help="Calls per replica count for calls/s.")] = 1200,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds over the replica counts (calls/s).")] = 3,
+    redis: Annotated[
+        bool | None, typer.Option("--redis/--no-redis", help="Shared store in Redis (default: when installed).")
+    ] = None,
+) -> None:
+    """Gateway replicas behind HAProxy (Redis as their store) against one gateway, started on loopback: added p50,
+    Redis round trips per tools/call, calls/s over 1, 2 and 3 replicas. Needs haproxy (and redis-server)."""
+    from nexus_gateway.bench.cluster import run_cluster_bench
+
+    result = run_cluster_bench(
+        calls=calls,
+        warmup=warmup,
+        clients=clients,
+        throughput_calls=throughput_calls,
+        rounds=rounds,
+        redis=redis,
+        progress=lambda line: err.print(line, highlight=False),
+    )
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    out.print_json(text)
+    for note in result["notes"]:
+        out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+
+
 @app.command("big-result")
 def big_result(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here.")] = None,
