@@ -14,7 +14,11 @@ COPY compiled_schemas ./compiled_schemas
 
 ENV CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
     PYTHONUNBUFFERED=1
-RUN pip install --no-cache-dir .
+# EXTRAS: the package's extras (docker-compose.yml's cluster profile: "[cluster]"); EXTRA_PACKAGES: more
+# packages (the inference server: "llama-cpp-python[server]").
+ARG EXTRAS=""
+ARG EXTRA_PACKAGES=""
+RUN pip install --no-cache-dir ".${EXTRAS}" ${EXTRA_PACKAGES}
 
 EXPOSE 8765
 # /healthz takes the bearer token too when tokens are configured: the check sends the first one.
