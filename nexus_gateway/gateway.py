@@ -26,7 +26,6 @@ import mcp_types as types
 from nexus_gateway.activity import Activity
 from nexus_gateway.catalog import Catalog, ToolRecord
 from nexus_gateway.catalog.naming import item_name
-from nexus_gateway.catalog.pins import PinStore
 from nexus_gateway.catalog.validation import validate_arguments
 from nexus_gateway.config import GatewayConfig, NexusSettings, ServerSpec, default_state_dir
 from nexus_gateway.config.switches import ServerSwitches
@@ -43,6 +42,7 @@ from nexus_gateway.metrics import Metrics
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.lazy import LazyRetriever
 from nexus_gateway.routing.retriever import Retriever, TakesExamples
+from nexus_gateway.state import Store, open_store
 from nexus_gateway.upstreams.callbacks import HostLink
 from nexus_gateway.upstreams.pool import OpenTransport, Upstream, UpstreamPool
 
@@ -113,8 +113,9 @@ class Gateway:
         self.config = config
         self.settings = config.nexus
         state = state_dir or default_state_dir(config)
-        pins = PinStore(
-            state / "pins.json",
+        self.store: Store = open_store(self.settings.cluster, state)
+        """Pins, vectors, start times and recent activity: the state dir's files, or Redis (state/)."""
+        pins = self.store.pins(
             mode=self.settings.quarantine,
             quarantine_new=self.settings.quarantine_new_servers,
             legacy_path=state / "descriptions.json",
@@ -125,9 +126,16 @@ class Gateway:
         """Servers turned off at run time (`nexus-gateway servers disable`), remembered across restarts."""
         self._lazy: LazyRetriever | None = None
         if retriever is None:  # numpy and the embedder load on first use (routed mode: from the start, below)
-            retriever = self._lazy = LazyRetriever(self.settings.embedder, state, method=self.settings.fusion)
+            retriever = self._lazy = LazyRetriever(
+                self.settings.embedder, state, method=self.settings.fusion, shared=self.store.blobs
+            )
         self.retriever: Retriever = retriever
-        self.pool = UpstreamPool(replace(config, servers=self.wanted_servers(config)), self._on_listing, transports)
+        self.pool = UpstreamPool(
+            replace(config, servers=self.wanted_servers(config)),
+            self._on_listing,
+            transports,
+            shared_starts=self.store.start_times(),
+        )
         self._listeners: list[ChangeListener] = []
         self._resource_owner: dict[str, str] = {}
         self._template_prefixes: list[tuple[str, str]] = []
@@ -151,13 +159,14 @@ class Gateway:
                 active=lambda: self.mode == "routed",
             )
         self.metrics = Metrics()
-        self.activity = Activity()
+        self.activity: Activity = self.store.activity()
         self._tasks: anyio.abc.TaskGroup | None = None
         self._closers: list[Background] = []
         self.reconfiguring = anyio.Lock()
         """Held while the running upstreams are brought in line with the config (reload.py)."""
 
     async def __aenter__(self) -> Gateway:
+        await self.store.connect()  # the pins before any listing is judged (bounded; a failure is reported)
         await self.pool.__aenter__()
         try:
             self._tasks = anyio.create_task_group()
@@ -165,6 +174,7 @@ class Gateway:
         except BaseException:
             await self.pool.__aexit__(None, None, None)
             raise
+        self.start_soon(self.store.run, name="state-store")
         self.start_soon(self._watch_pins)
         self.start_soon(self.indexer.run, name="indexer")
         if self.examples is not None:
@@ -217,7 +227,10 @@ class Gateway:
             while self._closers:
                 await self._closers.pop()()
         finally:
-            await self.pool.__aexit__(*exc_info)
+            try:
+                await self.pool.__aexit__(*exc_info)
+            finally:
+                self.store.close()
 
     def start_soon(self, task: Background, *, name: str | None = None) -> None:
         """Run `task()` in the background; it is cancelled if still running when the gateway closes."""
@@ -427,6 +440,10 @@ class Gateway:
         """Whether the pin store's approvals can be relied on (for /healthz, the dashboard and `tools`):
         `{"state": "ok"}`, or `degraded` with why and since when, until a person approves (pins.py)."""
         return self.catalog.pins.trust.to_json()
+
+    def store_status(self) -> dict[str, Any]:
+        """For /healthz: the state store's backend (`files` or `redis`), `ok` or `degraded`, its last error."""
+        return self.store.status().to_json()
 
     # -- resources and prompts -----------------------------------------------------------------
 

@@ -285,10 +285,17 @@ class PinStore:
 
     @property
     def trust(self) -> Trust:
-        """`degraded` from the moment the store was found damaged until a person approves (`approve`)."""
+        """`degraded` from the moment the store was found damaged until a person approves (`approve`), and
+        while a shared store cannot confirm its approvals (`unconfirmed`)."""
         if self.recovered is None:
-            return Trust("ok")
+            unconfirmed = self.unconfirmed()
+            return Trust("ok") if unconfirmed is None else Trust("degraded", unconfirmed[0], unconfirmed[1])
         return Trust("degraded", self.recovered.get("why"), self.recovered.get("at"))
+
+    def unconfirmed(self) -> tuple[str, str] | None:
+        """(why, since) while the approvals held here cannot be confirmed with a shared store (state/): tools
+        never pinned are then quarantined as `lost`, and nothing is written. Never for the file store."""
+        return None
 
     # -- what a person does ---------------------------------------------------------------------
 
@@ -354,8 +361,8 @@ class PinStore:
             description = str(definition.get("description") or "")
             if legacy is not None and legacy != hashlib.sha256(description.encode()).hexdigest():
                 return self._quarantined(name, None, definition, "unverified")
-            if self.recovered is not None:  # the store lost what it knew: nothing is pinned afresh
-                return self._quarantined(name, None, definition, "lost")
+            if self.recovered is not None or self.unconfirmed() is not None:  # the store lost (or cannot
+                return self._quarantined(name, None, definition, "lost")  # reach) what it knew: nothing pinned afresh
             if self.quarantine_new:
                 return self._quarantined(name, None, definition, "new")
             return {"name": name, "pinned": definition, "pinned_at": _now()}

@@ -38,7 +38,18 @@ Names = Annotated[list[str] | None, typer.Argument(help="Exposed tool names (ser
 
 
 def _store(config: Path) -> PinStore:
-    return PinStore(default_state_dir(load_config(config)) / "pins.json")
+    """The gateway's pin store: `pins.json` in its state directory, or Redis (`nexus.cluster.redis_url`)."""
+    loaded = load_config(config)
+    if loaded.nexus.cluster.redis_url:
+        from nexus_gateway.state import open_store
+        from nexus_gateway.state.redis_store import RedisStore
+
+        store = open_store(loaded.nexus.cluster, default_state_dir(loaded))
+        assert isinstance(store, RedisStore)
+        pins = store.shared_pins()
+        pins.load_now()  # raises StoreUnavailable (a NexusError) when Redis does not answer
+        return pins
+    return PinStore(default_state_dir(loaded) / "pins.json")
 
 
 def _trust_line(store: PinStore) -> None:

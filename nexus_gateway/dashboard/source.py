@@ -100,6 +100,8 @@ class GatewaySource:
         through it is a change on disk, which the running gateway notices and re-judges (`_watch_pins`)."""
         path = self.gateway.catalog.pins.path
         if path is None:
+            if self.gateway.store.backend == "redis":  # shared by every replica: approve through it
+                return self.gateway.catalog.pins
             raise NexusError("this gateway keeps no pin store on disk, so nothing can be approved here")
         return PinStore(path)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Re
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, tool_scores, with_examples
 from nexus_gateway.runtime.statefile import load_json
+
+if TYPE_CHECKING:
+    from nexus_gateway.state import Blobs
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +44,14 @@ class HybridRetriever:
         index_path: Path | None = None,
         calibration: Calibration | None = None,
         method: FusionMethod = "linear",
+        shared: Blobs | None = None,
     ) -> None:
+        """`shared`: vectors by text hash that other replicas embedded (the store's blobs), read before
+        embedding and written after, so no replica embeds what another did."""
         self._lock = threading.Lock()  # index() runs in a worker thread while searches may run in others
+        self.shared = shared
+        self.embedded = 0
+        """Texts this retriever embedded itself (not found in the saved index or the shared store)."""
         self.slb = SemanticLookasideBuffer(embedder)
         self.lexical = BM25Retriever()
         self.rows = ToolRows.of([], [])
@@ -80,9 +90,9 @@ class HybridRetriever:
         with self._lock:
             examples = examples_of([record.content_hash for record in records], self._examples)
         slb = self.slb.fork()
-        missing = slb.missing(texts)
+        missing = self._from_shared(slb, texts)
         for start in range(0, len(missing), INDEX_BATCH):
-            slb.learn([texts[i] for i in missing[start : start + INDEX_BATCH]])
+            self._learn(slb, [texts[i] for i in missing[start : start + INDEX_BATCH]])
             pending = set(missing[start + INDEX_BATCH :])
             if pending:
                 ready = [i for i in range(len(names)) if i not in pending]
@@ -91,9 +101,9 @@ class HybridRetriever:
                 if progress is not None:
                     progress(len(ready), len(names))
         requests = [request for tool in examples for request in tool]
-        new_requests = [requests[i] for i in slb.missing(requests)]
+        new_requests = [requests[i] for i in self._from_shared(slb, requests)]
         for start in range(0, len(new_requests), INDEX_BATCH):
-            slb.learn(new_requests[start : start + INDEX_BATCH])
+            self._learn(slb, new_requests[start : start + INDEX_BATCH])
             if progress is not None:
                 progress(len(names), len(names))  # every tool is searchable; this checks for cancellation
         self._publish(slb, names, texts, fields, examples)
@@ -109,6 +119,24 @@ class HybridRetriever:
             )
             if self.index_path is not None:
                 slb.save(self.index_path)
+
+    def _from_shared(self, slb: SemanticLookasideBuffer, texts: Sequence[str]) -> list[int]:
+        """Positions of the texts still without a vector after taking what the shared store holds."""
+        missing = slb.missing(texts)
+        if self.shared is not None and missing:
+            digests = [slb.digest(texts[i]) for i in missing]
+            found = slb.adopt(dict(zip(digests, self.shared.get_many(digests), strict=True)))
+            if found:
+                logger.info("took %d vectors other replicas embedded from the shared store", found)
+                missing = slb.missing(texts)
+        return missing
+
+    def _learn(self, slb: SemanticLookasideBuffer, texts: Sequence[str]) -> None:
+        """Embed `texts` into `slb`, and share their vectors."""
+        slb.learn(texts)
+        self.embedded += len(texts)
+        if self.shared is not None and texts:
+            self.shared.put_many(slb.blobs_of([slb.digest(text) for text in texts]))
 
     def _publish(
         self,
@@ -149,10 +177,17 @@ class HybridRetriever:
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 
-def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> Retriever:
+def build_retriever(
+    spec: str,
+    state_dir: Path,
+    *,
+    method: FusionMethod = "linear",
+    shared: Callable[[str], Blobs | None] | None = None,
+) -> Retriever:
     """`bm25` for lexical only; any embedder spec (`default`, `hashing`, `gguf:PATH`) for the hybrid index.
 
-    The index is kept in `state_dir`; the margin gate's tau comes from `state_dir/calibration.json`
+    The index is kept in `state_dir` (and its vectors in the shared store's `vectors:<embedder>` when `shared`
+    gives one); the margin gate's tau comes from `state_dir/calibration.json`
     (written by `nexus-gateway calibrate routing`), else from the calibration shipped for the default embedder.
     """
     if spec == "bm25":
@@ -162,4 +197,7 @@ def build_retriever(spec: str, state_dir: Path, *, method: FusionMethod = "linea
     if calibration is None and DEFAULT_CALIBRATION.exists():
         calibration = Calibration.load(DEFAULT_CALIBRATION)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in embedder.name)
-    return HybridRetriever(embedder, index_path=state_dir / f"index-{safe}.npz", calibration=calibration, method=method)
+    blobs = None if shared is None else shared(f"vectors:{safe}")
+    return HybridRetriever(
+        embedder, index_path=state_dir / f"index-{safe}.npz", calibration=calibration, method=method, shared=blobs
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,13 +19,23 @@ from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, Takes
 
 if TYPE_CHECKING:
     from nexus_gateway.routing.fusion import FusionMethod  # fusion.py imports numpy
+    from nexus_gateway.state import Blobs
 
 
 class LazyRetriever:
     """`build_retriever(spec, state_dir, method=method)` on first use; a `Retriever` meanwhile."""
 
-    def __init__(self, spec: str, state_dir: Path, *, method: FusionMethod = "linear") -> None:
+    def __init__(
+        self,
+        spec: str,
+        state_dir: Path,
+        *,
+        method: FusionMethod = "linear",
+        shared: Callable[[str], Blobs | None] | None = None,
+    ) -> None:
+        """`shared`: the store's `blobs` (vectors shared by replicas, by namespace), when there is one."""
         self._spec = spec
+        self._shared = shared
         self._state_dir = state_dir
         self._method: FusionMethod = method
         self._lock = threading.Lock()
@@ -45,7 +55,7 @@ class LazyRetriever:
             if self._built is None:
                 from nexus_gateway.routing.hybrid import build_retriever  # numpy and the embedder load here
 
-                self._built = build_retriever(self._spec, self._state_dir, method=self._method)
+                self._built = build_retriever(self._spec, self._state_dir, method=self._method, shared=self._shared)
                 if self._examples and isinstance(self._built, TakesExamples):
                     self._built.use_examples(self._examples)
                 self.tau = self._built.tau

@@ -14,7 +14,7 @@ import hashlib
 import io
 import logging
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,39 @@ class SemanticLookasideBuffer:
     def missing(self, texts: Sequence[str]) -> list[int]:
         """Positions of the texts this buffer has no vector for (what a `sync` would embed)."""
         return [i for i, text in enumerate(texts) if text_hash(text, self.embedder.name) not in self._known]
+
+    def digest(self, text: str) -> str:
+        """The key of `text`'s vector (its hash with the embedder's name)."""
+        return text_hash(text, self.embedder.name)
+
+    def blobs_of(self, digests: Sequence[str]) -> dict[str, bytes]:
+        """Known vectors as bytes (float32 scale, then the int8 codes), by digest: what replicas share."""
+        return {
+            digest: np.float32(scale).tobytes() + code.tobytes()
+            for digest in digests
+            if (known := self._known.get(digest)) is not None
+            for code, scale in [known]
+        }
+
+    def adopt(self, blobs: Mapping[str, bytes | None]) -> int:
+        """Remember vectors another replica embedded (`blobs_of`'s form); one of the wrong size is skipped
+        with a warning. Returns how many were taken."""
+        taken = 0
+        for digest, blob in blobs.items():
+            if blob is None or digest in self._known:
+                continue
+            if len(blob) != 4 + self.embedder.dim:
+                logger.warning(
+                    "shared vector %s has %d bytes, not %d; embedding it here", digest, len(blob), 4 + self.embedder.dim
+                )
+                continue
+            scale = float(np.frombuffer(blob[:4], dtype=np.float32)[0])
+            if not np.isfinite(scale) or scale <= 0:
+                logger.warning("shared vector %s has a bad scale; embedding it here", digest)
+                continue
+            self._known[digest] = (np.frombuffer(blob[4:], dtype=np.int8).copy(), scale)
+            taken += 1
+        return taken
 
     def learn(self, texts: Sequence[str]) -> None:
         """Embed texts and remember their vectors, without changing which tools the buffer holds."""

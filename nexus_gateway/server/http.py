@@ -232,6 +232,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
             "upstreams": {status.name: status.state.value for status in statuses},
             "quarantined": gateway.quarantined(),
             "trust": gateway.trust(),
+            "store": gateway.store_status(),
             "index": gateway.index_status(),
             "http_sessions": sessions.open_sessions,
         }
@@ -240,6 +241,7 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
     async def metrics(request: Request) -> Response:
         up = {status.name: status.state is UpstreamState.HEALTHY for status in gateway.pool.statuses()}
         text = gateway.metrics.render(up, len(gateway.catalog)) + _session_metrics(sessions) + _direct_metrics(gateway)
+        text += gateway.store.status().metrics()
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     routes: list[Route | Mount] = [

@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -48,6 +48,9 @@ from nexus_gateway.upstreams.oauth.signin import GatewaySignIn
 from nexus_gateway.upstreams.remote import open_remote
 from nexus_gateway.upstreams.start_order import load_start_times, save_start_times, slowest_first
 from nexus_gateway.upstreams.stdio_client import StdioCommand, stdio_upstream
+
+if TYPE_CHECKING:
+    from nexus_gateway.state import StartTimes
 
 logger = logging.getLogger(__name__)
 
@@ -547,9 +550,16 @@ class UpstreamPool:
     """Every configured upstream, started concurrently and supervised until the pool closes."""
 
     def __init__(
-        self, config: GatewayConfig, on_listing: OnListing, transports: Mapping[str, OpenTransport] | None = None
+        self,
+        config: GatewayConfig,
+        on_listing: OnListing,
+        transports: Mapping[str, OpenTransport] | None = None,
+        *,
+        shared_starts: StartTimes | None = None,
     ) -> None:
+        """`shared_starts`: start times shared by replicas (the state store's), beside `starts.json`."""
         self.switchboard = Switchboard()
+        self._shared_starts = shared_starts
         opened = transports or {}
         self.oauth = OAuthUpstreams(config, default_state_dir(config))
         self.upstreams = {
@@ -575,7 +585,10 @@ class UpstreamPool:
     async def __aenter__(self) -> UpstreamPool:
         self._stack = AsyncExitStack()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        for name in slowest_first(self.upstreams, load_start_times(self._state_dir)):
+        known = load_start_times(self._state_dir)
+        if self._shared_starts is not None:
+            known |= self._shared_starts.load()
+        for name in slowest_first(self.upstreams, known):
             self._start(self.upstreams[name])
         self._tg.start_soon(self._remember_start_times, name="start-times")
         return self
@@ -586,6 +599,8 @@ class UpstreamPool:
         took = {name: up.first_start_s for name, up in self.upstreams.items() if up.first_start_s is not None}
         if took:
             save_start_times(self._state_dir, took)
+            if self._shared_starts is not None:
+                self._shared_starts.save(took)
 
     def _start(self, upstream: Upstream) -> None:
         assert self._tg is not None

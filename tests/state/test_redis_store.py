@@ -1,0 +1,241 @@
+"""Gateways sharing one real Redis (`nexus.cluster.redis_url`): approvals reach every replica within a second,
+vectors are embedded once, trust fails closed while Redis is down or holds garbage, and everything comes back
+when Redis does, without a restart. `tools/call` makes no Redis round trip."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+from nexus_gateway.gateway import Gateway
+from nexus_gateway.server.app import build_server
+from nexus_gateway.state.redis_store import TICK, RedisStore
+from tests.conftest import make_config, text_of
+from tests.fakes import in_process_upstreams
+from tests.state.conftest import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+ECHO = "changing__echo"
+
+
+def changing_server() -> MCPServer:
+    """An upstream whose `echo` can be redefined, and which can add a tool (`redefine`, `add`), telling the
+    gateway its list changed."""
+    server = MCPServer("changing")
+
+    def echo(text: str) -> str:
+        return text
+
+    def fresh() -> str:
+        return "fresh"
+
+    server.add_tool(echo, name="echo", description="Return the text unchanged.")
+
+    @server.tool()
+    async def redefine(description: str, ctx: Context) -> str:
+        """Give echo a new description."""
+        server.remove_tool("echo")
+        server.add_tool(echo, name="echo", description=description)
+        await ctx.session.send_tool_list_changed()
+        return "redefined"
+
+    @server.tool()
+    async def add(ctx: Context) -> str:
+        """Add the tool `fresh`."""
+        server.add_tool(fresh, name="fresh", description="A tool added later.")
+        await ctx.session.send_tool_list_changed()
+        return "added"
+
+    return server
+
+
+@asynccontextmanager
+async def replica(folder: Path, redis: RedisServer, **nexus: Any) -> AsyncIterator[tuple[Gateway, Client]]:
+    """A gateway with its own state dir and its own in-process upstream, sharing `redis`."""
+    folder.mkdir(exist_ok=True)
+    entries, transports = in_process_upstreams({"changing": changing_server()})
+    nexus.setdefault("mode", "passthrough")
+    config = make_config(folder, entries, cluster={"redis_url": redis.url, "timeout": 0.5}, **nexus)
+    async with Gateway(config, transports=transports) as gateway:
+        with anyio.fail_after(10):
+            await gateway.wait_ready()
+        async with Client(build_server(gateway), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+            yield gateway, client
+
+
+async def described(client: Client, name: str = ECHO) -> str | None:
+    """The description the gateway serves for `name` (None: not served)."""
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    return tools[name].description if name in tools else None
+
+
+async def until(condition: Any, seconds: float = 10.0, what: str = "") -> None:
+    with anyio.fail_after(seconds):
+        while not await condition():
+            await anyio.sleep(0.02)
+
+
+async def test_an_approval_on_one_replica_is_what_every_replica_serves_within_a_second(
+    tmp_path: Path, redis_server: RedisServer
+):
+    async with AsyncExitStack() as stack:
+        a, client_a = await stack.enter_async_context(replica(tmp_path / "a", redis_server))
+        b, client_b = await stack.enter_async_context(replica(tmp_path / "b", redis_server))
+        assert await described(client_b) == "Return the text unchanged."
+        for client in (client_a, client_b):  # the upstreams of both replicas change the tool alike
+            assert text_of(await client.call_tool("changing__redefine", {"description": "Echo, v2."})) == "redefined"
+
+        async def both_quarantined() -> bool:
+            return all(any(q["name"] == ECHO for q in gw.quarantined()) for gw in (a, b))
+
+        await until(both_quarantined)
+        assert await described(client_a) == await described(client_b) == "Return the text unchanged."  # pinned
+        [pending] = a.catalog.pins.quarantined()
+        a.catalog.pins.approve(reviewed={ECHO: pending.hash})
+        approved_at = time.monotonic()
+
+        async def b_serves_the_approved_definition() -> bool:
+            return await described(client_b) == "Echo, v2."
+
+        await until(b_serves_the_approved_definition, 5)
+        took = time.monotonic() - approved_at
+        assert took < 1.0, f"the approval reached the other replica after {took:.2f}s"
+        await until(lambda: _serves(client_a, "Echo, v2."), 1)
+        assert b.trust() == {"state": "ok"} and b.store_status()["state"] == "ok"
+
+
+async def _serves(client: Client, description: str) -> bool:
+    return await described(client) == description
+
+
+async def test_a_replica_takes_the_vectors_another_embedded_and_embeds_none(tmp_path: Path, redis_server: RedisServer):
+    nexus = {"mode": "routed", "embedder": "hashing", "run": False}
+    async with replica(tmp_path / "a", redis_server, **nexus) as (a, _):
+        await until(lambda: _indexed(a))
+        first = a.retriever.built.embedded  # type: ignore[attr-defined]
+        assert first > 0
+    async with replica(tmp_path / "b", redis_server, **nexus) as (b, client_b):
+        await until(lambda: _indexed(b))
+        assert b.retriever.built.embedded == 0  # type: ignore[attr-defined]
+        found = await client_b.call_tool("search_tools", {"query": "give echo a new description", "k": 1})
+        assert found.structured_content["tools"][0]["name"] == "changing__redefine"
+
+
+async def _indexed(gateway: Gateway) -> bool:
+    return gateway.indexer.current and gateway.indexer.searchable > 0
+
+
+async def test_while_redis_is_down_nothing_unapproved_is_served_and_it_all_comes_back_without_a_restart(
+    tmp_path: Path, redis_server: RedisServer
+):
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        assert a.store_status()["state"] == "ok"
+        redis_server.stop()
+
+        async def degraded() -> bool:
+            return a.store_status()["state"] == "degraded" and a.trust()["state"] == "degraded"
+
+        await until(degraded, 5)
+        assert "redis" in (a.store_status()["last_error"] or "").lower() or a.store_status()["last_error"]
+        # approved before: still served
+        assert text_of(await client.call_tool(ECHO, {"text": "still here"})) == "still here"
+        # a tool never approved, and a changed definition, are not served while approvals cannot be confirmed
+        assert text_of(await client.call_tool("changing__add", {})) == "added"
+        assert text_of(await client.call_tool("changing__redefine", {"description": "Echo, v3."})) == "redefined"
+
+        async def judged() -> bool:
+            return {q["name"] for q in a.quarantined()} >= {"changing__fresh", ECHO}
+
+        await until(judged)
+        assert await described(client, "changing__fresh") is None
+        refused = await client.call_tool("changing__fresh", {})
+        assert refused.is_error and "quarantined" in text_of(refused)
+        assert await described(client) == "Return the text unchanged."
+        with pytest.raises(Exception, match="nothing was approved"):
+            a.catalog.pins.approve(every=True)
+
+        redis_server.start()  # empty: it kept nothing
+
+        async def back() -> bool:
+            return a.store_status()["state"] == "ok"
+
+        await until(back, 10)
+        # Redis came back empty: this replica's copy is written back; trust stays degraded until a person approves,
+        # and what was never approved is still withheld
+        await until(lambda: _in_redis(redis_server), 5)
+        assert a.trust()["state"] == "degraded" and "empty" in a.trust()["why"]
+        assert await described(client, "changing__fresh") is None
+        assert text_of(await client.call_tool(ECHO, {"text": "after"})) == "after"
+        approved = a.catalog.pins.approve(every=True)  # writes work again: a person ends it
+        assert {q.name for q in approved} == {"changing__fresh", ECHO}
+        await until(lambda: _serves(client, "Echo, v3."), 2)
+        assert await described(client, "changing__fresh") == "A tool added later."
+        assert a.trust() == {"state": "ok"}
+
+
+async def _in_redis(redis_server: RedisServer) -> bool:
+    return bool(redis_server.client().hgetall("nexus:pins"))
+
+
+async def test_garbage_in_the_pin_store_fails_closed_with_a_clear_log(
+    tmp_path: Path, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+):
+    redis_server.client().hset("nexus:pins", "changing", "{not json")
+    caplog.set_level(logging.ERROR)
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        assert await described(client) is None  # no approval could be read for it: withheld
+        assert {q["name"]: q["reason"] for q in a.quarantined()}[ECHO] == "lost"
+        trust = a.trust()
+        assert trust["state"] == "degraded" and "nexus:pins" in trust["why"]
+        assert "Redis key nexus:pins field 'changing' is not JSON" in caplog.text
+        assert a.store_status()["state"] == "ok"  # Redis answers; what it holds is what is wrong
+        # every replica learns of the damage: the recovery note is in Redis
+        assert redis_server.client().get("nexus:pins:meta") is not None
+
+
+async def test_a_wrong_type_key_is_a_degraded_store_and_nothing_is_pinned_afresh(
+    tmp_path: Path, redis_server: RedisServer
+):
+    redis_server.client().set("nexus:pins", "a string, not a hash")
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        assert await described(client) is None
+        assert a.store_status()["state"] == "degraded" and "WRONGTYPE" in (a.store_status()["last_error"] or "")
+        redis_server.client().delete("nexus:pins")  # repaired: the replica recovers by itself
+
+        async def served() -> bool:
+            return await described(client) == "Return the text unchanged."
+
+        await until(served, 10)
+        assert a.store_status()["state"] == "ok" and a.trust() == {"state": "ok"}
+
+
+async def test_tools_call_makes_no_redis_round_trip(tmp_path: Path, redis_server: RedisServer):
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        store = a.store
+        assert isinstance(store, RedisStore)
+        before, ticks_before, started = store.round_trips, store.link.by_use["activity"], time.monotonic()
+        calls = 200
+        for index in range(calls):
+            assert text_of(await client.call_tool(ECHO, {"text": str(index)})) == str(index)
+        elapsed = time.monotonic() - started
+        ticks = store.link.by_use["activity"] - ticks_before
+        assert store.round_trips - before == ticks  # only the background flush, never a call
+        assert ticks <= elapsed / TICK + 2
+        # the calls every replica recorded are what the dashboard reads, bounded
+        await until(lambda: _recorded(a, calls), 5)
+
+
+async def _recorded(gateway: Gateway, calls: int) -> bool:
+    entries = gateway.activity.calls()
+    return len([entry for entry in entries if entry.tool == ECHO]) >= min(calls, 200)
