@@ -160,6 +160,19 @@ async def test_the_sdk_client_signs_in_with_oauth_on_sse(gateway_url: str):
     assert text_of(called) == "over sse"
 
 
+@pytest.mark.anyio
+async def test_the_sdk_client_signs_in_for_a_profile_path_and_sees_that_profile(gateway_url: str, issuer: Issuer):
+    url = f"{gateway_url}/p/reader/mcp"
+    with anyio.fail_after(60):
+        async with (
+            httpx2.AsyncClient(auth=signing_in(url), timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http), cache=None) as client,
+        ):
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert listed == {"lib__echo"}
+    assert issuer.issued[-1] == url  # the path-scoped metadata's resource
+
+
 # -- what a client without a valid token is told --
 
 
