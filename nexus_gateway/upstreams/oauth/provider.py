@@ -82,14 +82,16 @@ def wants_oauth(spec: RemoteServer) -> bool:
 
 
 @dataclass
-class _Clock:
+class Clock:
+    """What time it is for token expiry (Unix time); tests move it instead of waiting."""
+
     now: Callable[[], float] = time.time
 
 
 class _Context(OAuthContext):
     """The SDK's context, with the token's expiry taken from our clock and kept with the token."""
 
-    clock: _Clock | None = None
+    clock: Clock | None = None
     lifetime: float | None = None
 
     def _now(self) -> float:
@@ -111,11 +113,11 @@ class _Storage:
     """The SDK's `TokenStorage` over one record of a `SignInStore`. A pre-registered client comes from the config
     (its secret is never copied into the store)."""
 
-    def __init__(self, store: SignInStore, name: str, spec: RemoteServer, clock: _Clock) -> None:
+    def __init__(self, store: SignInStore, name: str, spec: RemoteServer, clock: Clock) -> None:
         self.store = store
         self.name = name
         self.url = spec.url
-        self._clock = clock
+        self.clock = clock
         settings = settings_of(spec)
         self._configured: OAuthClientInformationFull | None = None
         if settings.client_id is not None:
@@ -147,7 +149,7 @@ class _Storage:
     async def set_tokens(self, tokens: OAuthToken) -> None:
         record = self.record()
         record.tokens = tokens.model_dump(mode="json", exclude_none=True)
-        record.expires_at = self._clock.now() + tokens.expires_in if tokens.expires_in is not None else None
+        record.expires_at = self.clock.now() + tokens.expires_in if tokens.expires_in is not None else None
         record.needs = None
         self.store.save(self.name, record)
 
@@ -206,8 +208,8 @@ class UpstreamAuth(OAuthClientProvider):
         self.sign_in_command = sign_in_command
         self.required: str | None = None
         """Why the server cannot be reached without a person signing in, when it cannot."""
-        self._clock = _Clock(clock)
-        self.storage = _Storage(store, name, spec, self._clock)
+        self.clock = Clock(clock)
+        self.storage = _Storage(store, name, spec, self.clock)
         self._interaction = interaction
         self._fresh = fresh
         self._configured_scope = " ".join(settings.scopes) or None
@@ -216,6 +218,7 @@ class UpstreamAuth(OAuthClientProvider):
         self._rejected: str | None = None
         """The access token the server refused when a sign-in became required (a new one ends the wait)."""
         self._signed_in = anyio.Event()
+        self._looked = 0.0
         metadata = OAuthClientMetadata(
             client_name="nexus-gateway",
             redirect_uris=[AnyUrl(redirect_uri(settings))],
@@ -240,7 +243,7 @@ class UpstreamAuth(OAuthClientProvider):
             callback_handler=self._callback,
             client_metadata_url=settings.client_metadata_url,
         )
-        self.context.clock = self._clock
+        self.context.clock = self.clock
         _quiet_sdk_logs()
 
     # -- what the gateway asks of it -------------------------------------------------------------
@@ -300,7 +303,7 @@ class UpstreamAuth(OAuthClientProvider):
         used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
         renewed = await super()._handle_refresh_response(response)
         if not renewed:
-            error = _oauth_error(response)
+            error = await _oauth_error(response)
             self.required = f"the authorization server refused to renew the sign-in: {error}"
             self._refused_refresh = used
             self.storage.forget_tokens(self.required, unless_renewed_from=used)
@@ -314,7 +317,7 @@ class UpstreamAuth(OAuthClientProvider):
         if not context.can_refresh_token() or context.token_expiry_time is None:
             return False
         margin = REFRESH_AHEAD if context.lifetime is None else min(REFRESH_AHEAD, context.lifetime / 2)
-        return self._clock.now() >= context.token_expiry_time - margin
+        return self.clock.now() >= context.token_expiry_time - margin
 
     def _adopt_stored(self) -> bool:
         """Take the stored sign-in when another process has renewed it; whether it did."""
@@ -328,11 +331,27 @@ class UpstreamAuth(OAuthClientProvider):
         self.context.lifetime = float(stored.expires_in) if stored.expires_in is not None else None
         return True
 
+    def _signed_out(self) -> bool:
+        """Whether the sign-in this provider holds was removed from the store (`auth logout`); looked at every few
+        seconds at most. Then the tokens are dropped and the server's next 401 makes a sign-in required."""
+        now = self.clock.now()
+        if self.context.current_tokens is None or now - self._looked < _STORE_POLL:
+            return False
+        self._looked = now
+        record = self.storage.store.load(self.name, self.storage.url)
+        if record is not None and record.tokens is not None:
+            return False
+        self.context.clear_tokens()
+        self.context.client_info = None if record is None else self.context.client_info
+        self.required = "the sign-in was removed (auth logout)" if record is None else (record.needs or None)
+        return True
+
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if not self._initialized:
             async with self.context.lock:
                 if not self._initialized:
                     await self._initialize()
+        self._signed_out()
         if self._due():
             async with self.context.lock, self._process_lock():  # one refresh at a time per upstream
                 if not self._adopt_stored() and self._due():
@@ -403,10 +422,11 @@ def _challenged(response: httpx2.Response) -> bool:
     return response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
 
 
-def _oauth_error(response: httpx2.Response) -> str:
+async def _oauth_error(response: httpx2.Response) -> str:
     """An OAuth error response in words: its status and `error` code (never its body beyond that)."""
     code: Any = None
     with contextlib.suppress(Exception):
+        await response.aread()
         code = response.json().get("error")
     return f"HTTP {response.status_code}" + (f" {code}" if isinstance(code, str) and code.isascii() else "")
 
