@@ -56,6 +56,7 @@ class Issuer:
         self.codes: dict[str, AuthorizationCode] = {}
         self.issued: list[str] = []
         """Resources (`aud`) of the tokens the sign-in flow issued."""
+        self.minted: list[str] = []
 
     # -- tokens --
     def mint(self, *, key: str = "k1", signer: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
@@ -64,7 +65,9 @@ class Issuer:
         body = {"iss": self.url, "sub": self.subject, "iat": now, "exp": now + 300, "scope": SCOPE, "client_id": "c"}
         body.update(claims)
         body = {name: value for name, value in body.items() if value is not None}
-        return jwt.encode(body, signer or self.keys[key], algorithm="RS256", headers={"kid": key, "typ": "at+jwt"})
+        token = jwt.encode(body, signer or self.keys[key], algorithm="RS256", headers={"kid": key, "typ": "at+jwt"})
+        self.minted.append(token)
+        return token
 
     def rotate(self, kid: str) -> None:
         self.keys[kid] = _key()

@@ -22,7 +22,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import library, start_gateway_http, text_of
+from nexus_gateway.bench._serve import start_http
+from tests.conftest import library, text_of
 from tests.server._issuer import SCOPE, Issuer
 
 ADMIN = "static-admin-token"
@@ -62,9 +63,14 @@ def issuer() -> Iterator[Issuer]:
         yield served
 
 
+LOGS: list[str] = []
+"""The gateway's stderr, logged at debug level."""
+
+
 @pytest.fixture(scope="module")
 def gateway_url(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    proc, url = start_gateway_http(oauth_config(tmp_path_factory.mktemp("oauth"), issuer.url))
+    config = oauth_config(tmp_path_factory.mktemp("oauth"), issuer.url)
+    proc, url = start_http(config, "--log-level", "debug", stderr_lines=LOGS)
     yield url
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=15)
@@ -282,3 +288,17 @@ async def test_static_auth_tokens_keep_working_beside_oauth(gateway_url: str):
             health = await http.get(f"{gateway_url}/healthz")
     assert {"lib__echo", "lib__shelve"} <= listed
     assert health.status_code == 200
+
+
+def test_no_access_token_reaches_the_logs_healthz_or_metrics(gateway_url: str, issuer: Issuer):
+    refused = _post(f"{gateway_url}/mcp", issuer.mint(aud="https://another.example.com"))
+    accepted = _post(f"{gateway_url}/mcp", issuer.mint(aud=gateway_url))
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    shown = (
+        httpx.get(f"{gateway_url}/healthz", headers=admin).text
+        + httpx.get(f"{gateway_url}/metrics", headers=admin).text
+    )
+    assert refused.status_code == 401 and accepted.status_code == 200
+    assert any("oauth: refused a token on /mcp" in line for line in LOGS)  # the refusal is logged, at debug
+    leaked = [token for token in issuer.minted if any(token in line for line in LOGS) or token in shown]
+    assert leaked == []
