@@ -96,6 +96,7 @@ class GatewayCore(Protocol):
     def index_lag(self) -> tuple[int, int] | None: ...
     def start_soon(self, task: Background, *, name: str | None = None) -> None: ...
     def on_close(self, closer: Background) -> None: ...
+    async def sign_in_through(self, server: str, link: HostLink) -> bool: ...
 
 
 class Gateway:
@@ -529,6 +530,12 @@ class Gateway:
     ) -> types.GetPromptResult:
         upstream, prompt = await self._after_start(lambda: self.prompt_upstream(name))
         return await upstream.get_prompt(prompt, arguments, link=link)
+
+    async def sign_in_through(self, server: str, link: HostLink) -> bool:
+        """Ask the host of a call to sign in to `server`, an upstream waiting for an OAuth sign-in (a URL
+        elicitation with the link of a sign-in the gateway runs); True once the upstream is connected."""
+        upstream = self.pool.get(server)
+        return upstream is not None and await upstream.sign_in_through(link, self.pool.spawn)
 
     def prompt_upstream(self, name: str) -> tuple[Upstream, str]:
         """The upstream that serves the exposed prompt `name`, and the prompt's name there."""

@@ -24,7 +24,7 @@ import mcp_types as types
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.catalog.validation import validate_arguments
 from nexus_gateway.config.profiles import EVERYTHING, Profile
-from nexus_gateway.errors import NexusError, ToolQuarantined, UnknownTool
+from nexus_gateway.errors import NexusError, ToolQuarantined, UnknownTool, UpstreamNeedsAuthorization
 from nexus_gateway.gateway import GatewayCore, ToolResult
 from nexus_gateway.meta import definitions
 from nexus_gateway.upstreams.callbacks import HostLink
@@ -128,6 +128,26 @@ class MetaTools:
         `profile` is the client's: nothing outside it is listed, found, described, called or run."""
         arguments = arguments or {}
         try:
+            return await self._serve(name, arguments, client, link, meta, profile)
+        except UpstreamNeedsAuthorization as exc:
+            if link is None or not await self.gateway.sign_in_through(exc.server, link):
+                return error_result(str(exc))
+        try:
+            return await self._serve(name, arguments, client, link, meta, profile)  # signed in meanwhile: again
+        except UpstreamNeedsAuthorization as exc:
+            return error_result(str(exc))
+
+    async def _serve(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        client: object,
+        link: HostLink | None,
+        meta: dict[str, Any] | None,
+        profile: Profile,
+    ) -> ToolResult:
+        """`call_tool`, with an upstream that waits for a sign-in raised as such (the rest as error results)."""
+        try:
             gateway = self.gateway
             upstream_tool = self.mode(profile) == "passthrough" and self._allowed(name, profile) is not None
             if name in definitions.NAMES and not upstream_tool:  # `prefix: ""` and an upstream tool `run`
@@ -138,6 +158,8 @@ class MetaTools:
                     return await (await self._run_tool()).run(arguments, client, profile=profile)
                 return await self._call_meta(name, arguments, link, meta, profile)
             return await gateway.call_upstream(self.resolve(name, profile), arguments, link=link, meta=meta)
+        except UpstreamNeedsAuthorization:
+            raise
         except NexusError as exc:
             return error_result(str(exc))
 

@@ -213,6 +213,12 @@ class Upstream:
         logger.info("upstream %s: a sign-in is there; connecting", self.name)
         self.state = UpstreamState.STARTING
 
+    async def sign_in_through(self, link: HostLink, spawn: Callable[..., object]) -> bool:
+        """Ask the host of a call to sign in to this upstream (a URL elicitation); True once it is connected."""
+        if self.sign_in is None or self.state is not UpstreamState.NEEDS_AUTHORIZATION:
+            return self.connected
+        return await self.sign_in.ask(link, spawn, lambda: self.connected)
+
     async def begin_sign_in(self, spawn: Callable[..., object]) -> str:
         """The link of a sign-in the gateway runs itself for this upstream (started in `spawn`'s task group)."""
         if self.sign_in is None:

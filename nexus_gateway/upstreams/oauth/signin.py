@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import anyio.abc
+import mcp_types as types
 from mcp import Client
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult
@@ -30,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from nexus_gateway.config import RemoteServer
 from nexus_gateway.errors import NexusError
+from nexus_gateway.upstreams.callbacks import HostLink
 from nexus_gateway.upstreams.oauth.provider import UpstreamAuth, settings_of
 from nexus_gateway.upstreams.oauth.store import SignInStore
 from nexus_gateway.upstreams.remote import open_remote
@@ -38,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 SIGN_IN_TIMEOUT = 300.0
 """How long a sign-in waits for the person (the browser, the pasted URL) by default."""
+HOST_SIGN_IN_WAIT = 300.0
+"""How long a call whose host accepted a sign-in elicitation waits for the upstream to connect."""
 _REQUEST_LIMIT = 16 * 1024
 _READ_TIMEOUT = 10.0
 
@@ -249,6 +254,33 @@ class GatewaySignIn:
                 f"could not start a sign-in to {self._name}: {self.last_failure or 'the server did not answer in time'}"
             )
         return self._url
+
+    async def ask(self, link: HostLink, spawn: Callable[..., object], connected: Callable[[], bool]) -> bool:
+        """Ask the host of a call to sign in: a URL elicitation with this sign-in's link (when the host takes URL
+        elicitations: else its answer is an error and this returns False at once). True once `connected()`."""
+        try:
+            url = await self.begin(spawn)
+        except SignInFailed as exc:
+            logger.warning("upstream %s: %s", self._name, exc)
+            return False
+        elicitation = uuid.uuid4().hex
+        params = types.ElicitRequestURLParams(
+            mode="url",
+            message=f"{self._name} asks you to sign in. nexus-gateway goes on with the call once you have.",
+            url=url,
+            elicitation_id=elicitation,
+        )
+        answer = await link.request(types.ElicitRequest(params=params))
+        if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+            return False
+        with anyio.move_on_after(HOST_SIGN_IN_WAIT):
+            while not connected() and not (not self._running and self.last_failure is not None):
+                await anyio.sleep(0.1)  # until the upstream has connected, or the sign-in failed
+        if not connected():
+            return False
+        with contextlib.suppress(Exception):  # a host that has gone must not fail the call
+            await link.elicitation_complete(types.ElicitCompleteNotificationParams(elicitation_id=elicitation))
+        return True
 
     async def _run(self) -> None:
         async def show(url: str) -> None:

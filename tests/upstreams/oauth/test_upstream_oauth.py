@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 
@@ -239,4 +240,44 @@ async def test_a_sign_in_the_person_refuses_fails_with_the_servers_reason(tmp_pa
             sign_in_command="login",
             timeout=30,
         )
+    assert auth.grants == []
+
+
+async def test_a_host_that_takes_url_elicitations_is_sent_the_sign_in_link_and_its_call_goes_through(
+    tmp_path: Path, auth: AuthServer
+):
+    cfg = config(tmp_path, auth)
+    asked: list[types.ElicitRequestURLParams] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        asked.append(params)
+        await browse(params.url)  # the person signs in
+        return types.ElicitResult(action="accept")
+
+    async with Gateway(cfg) as gateway:
+        with anyio.fail_after(20):
+            await gateway.wait_ready()
+        front = build_server(gateway)
+        async with Client(front, mode="legacy", cache=None, elicitation_callback=elicit) as host:  # type: ignore[arg-type]
+            with anyio.fail_after(30):
+                result = await host.call_tool("prot__whoami", {})
+            assert not result.is_error and text_of(result) == "ada"
+    (params,) = asked
+    assert params.url.startswith(f"{auth.issuer}/authorize?") and "prot" in params.message
+    assert auth.grants == ["authorization_code"]
+
+
+async def test_a_host_that_declines_the_sign_in_gets_the_command_to_run(tmp_path: Path, auth: AuthServer):
+    cfg = config(tmp_path, auth)
+
+    async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with Gateway(cfg) as gateway:
+        with anyio.fail_after(20):
+            await gateway.wait_ready()
+        async with Client(build_server(gateway), mode="legacy", cache=None, elicitation_callback=decline) as host:  # type: ignore[arg-type]
+            result = await host.call_tool("prot__whoami", {})
+    assert result.is_error and f"nexus-gateway auth login prot -c {cfg.path}" in text_of(result)
     assert auth.grants == []
