@@ -158,6 +158,7 @@ class Gateway:
                 state / "usage_examples.json",
                 example_writer or local_writer(config),
                 active=lambda: self.mode == "routed",
+                shared=self.store.blobs("examples"),
             )
         self.metrics = Metrics()
         self.activity: Activity = self.store.activity()

@@ -31,6 +31,7 @@ import anyio.to_thread
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import GatewayConfig
 from nexus_gateway.routing.retriever import Retriever, TakesExamples
+from nexus_gateway.state import Blobs
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +153,9 @@ class UsageExamples:
         open_writer: OpenWriter,
         *,
         active: Callable[[], bool] = lambda: True,
+        shared: Blobs | None = None,
     ) -> None:
+        """`shared`: examples other replicas wrote, by tool content hash (the store's `examples` blobs)."""
         from nexus_gateway.generation.example_cache import ExampleCache  # plain JSON: no model is loaded
 
         self._retriever = retriever
@@ -160,7 +163,9 @@ class UsageExamples:
         self._records = records
         self._open_writer = open_writer
         self._active = active
-        self.cache = ExampleCache(cache_path)
+        self.cache = ExampleCache(cache_path, shared=shared)
+        self._unshared: list[str] = []
+        self._share_wake = anyio.Event()
         self.done = 0
         """Tools of the catalog that have examples."""
         self.total = 0
@@ -189,12 +194,28 @@ class UsageExamples:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The writing task: runs until cancelled."""
         task_status.started()
+        async with anyio.create_task_group() as tasks:
+            if self.cache.shared is not None:
+                tasks.start_soon(self._share, name="usage-examples-share")
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                todo = self._count(self._records())
+                if todo and self.cache.shared is not None:  # what other replicas wrote is not written again
+                    digests = [record.content_hash for record in todo]
+                    if await anyio.to_thread.run_sync(self.cache.pull, digests):
+                        self._publish()
+                        todo = self._count(self._records())
+                if todo and self._active():
+                    await self._write(todo)
+
+    async def _share(self) -> None:
+        """Hand what this replica wrote to the shared store, off the event loop."""
         while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            todo = self._count(self._records())
-            if todo and self._active():
-                await self._write(todo)
+            await self._share_wake.wait()
+            self._share_wake = anyio.Event()
+            digests, self._unshared = self._unshared, []
+            await anyio.to_thread.run_sync(self.cache.push, digests)
 
     async def _write(self, todo: list[ToolRecord]) -> None:
         started, fresh = time.monotonic(), 0
@@ -203,6 +224,8 @@ class UsageExamples:
         def done(written: Any) -> None:
             nonlocal fresh
             self.cache.put(written.content_hash, written.examples, written.model)
+            if self.cache.shared is not None:
+                self._unshared.append(written.content_hash)
             self.done += 1
             fresh += 1
             if fresh >= PUBLISH_EVERY:
@@ -230,6 +253,8 @@ class UsageExamples:
     def _publish(self) -> None:
         """Save the cache and hand every example to the retriever; the next index run embeds the new ones."""
         self.cache.save()
+        if self._unshared:
+            self._share_wake.set()
         self._retriever.use_examples(self.cache.examples())
         self._indexer.mark_stale()
         self._indexer.request()

@@ -4,6 +4,7 @@ when Redis does, without a restart. `tools/call` makes no Redis round trip."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from mcp.server.mcpserver import Context
 from nexus_gateway.gateway import Gateway
 from nexus_gateway.server.app import build_server
 from nexus_gateway.state.redis_store import TICK, RedisStore
-from tests.conftest import make_config, text_of
+from tests.conftest import cli, make_config, text_of
 from tests.fakes import in_process_upstreams
 from tests.state.conftest import RedisServer
 
@@ -61,13 +62,15 @@ def changing_server() -> MCPServer:
 
 
 @asynccontextmanager
-async def replica(folder: Path, redis: RedisServer, **nexus: Any) -> AsyncIterator[tuple[Gateway, Client]]:
+async def replica(
+    folder: Path, redis: RedisServer, example_writer: Any = None, **nexus: Any
+) -> AsyncIterator[tuple[Gateway, Client]]:
     """A gateway with its own state dir and its own in-process upstream, sharing `redis`."""
     folder.mkdir(exist_ok=True)
     entries, transports = in_process_upstreams({"changing": changing_server()})
     nexus.setdefault("mode", "passthrough")
     config = make_config(folder, entries, cluster={"redis_url": redis.url, "timeout": 0.5}, **nexus)
-    async with Gateway(config, transports=transports) as gateway:
+    async with Gateway(config, transports=transports, example_writer=example_writer) as gateway:
         with anyio.fail_after(10):
             await gateway.wait_ready()
         async with Client(build_server(gateway), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
@@ -239,3 +242,55 @@ async def test_tools_call_makes_no_redis_round_trip(tmp_path: Path, redis_server
 async def _recorded(gateway: Gateway, calls: int) -> bool:
     entries = gateway.activity.calls()
     return len([entry for entry in entries if entry.tool == ECHO]) >= min(calls, 200)
+
+
+async def test_a_replica_writes_no_usage_examples_another_replica_wrote(
+    tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+):
+    from tests.test_indexing import FakeWriter, _examples_written
+
+    monkeypatch.setenv("NEXUS_USAGE_EXAMPLES", "true")
+    nexus = {"mode": "routed", "embedder": "hashing", "run": False}
+    first, second = FakeWriter(), FakeWriter()
+    async with replica(tmp_path / "a", redis_server, example_writer=first.open, **nexus) as (a, _):
+        await _examples_written(a)
+        assert sorted(first.asked) == sorted(record.name for record in a.catalog)
+
+        async def shared() -> bool:
+            return len(redis_server.client().hkeys("nexus:examples")) == len(first.asked)
+
+        await until(shared, 5)
+    async with replica(tmp_path / "b", redis_server, example_writer=second.open, **nexus) as (b, _):
+        assert await _examples_written(b) == {"done": len(b.catalog), "total": len(b.catalog), "writing": False}
+        assert second.asked == []
+        assert (await b.search("zzqx redefine please", 1))[0].name == "changing__redefine"
+
+
+async def test_tools_approve_on_the_command_line_reaches_a_running_replica(tmp_path: Path, redis_server: RedisServer):
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        assert text_of(await client.call_tool("changing__redefine", {"description": "Echo, v4."})) == "redefined"
+
+        async def quarantined() -> bool:
+            return any(q["name"] == ECHO for q in a.quarantined())
+
+        await until(quarantined)
+        [pending] = a.catalog.pins.quarantined()
+        config = str(tmp_path / "a" / "gateway.json")
+        listed = await anyio.to_thread.run_sync(lambda: cli("tools", "diff", "--json", "-c", config))
+        assert listed.returncode == 0, listed.stderr
+        assert [entry["hash"] for entry in json.loads(listed.stdout)] == [pending.hash]
+        done = await anyio.to_thread.run_sync(
+            lambda: cli("tools", "approve", ECHO, "--hash", pending.hash, "-c", config)
+        )
+        assert done.returncode == 0, done.stderr
+        await until(lambda: _serves(client, "Echo, v4."), 2)
+
+
+def test_tools_approve_says_so_when_redis_does_not_answer(tmp_path: Path):
+    from tests.conftest import free_port, write_config
+
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    config = write_config(tmp_path, {}, cluster={"redis_url": url, "timeout": 0.2})
+    result = cli("tools", "approve", "x__y", "--hash", "0" * 16, "-c", str(config))
+    assert result.returncode == 2
+    assert "reading the pin store" in result.stderr and "Connection" in result.stderr
