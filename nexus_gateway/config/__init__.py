@@ -190,7 +190,7 @@ class ClaimProfile(BaseModel):
 
 
 class OAuthSettings(BaseModel):
-    """`nexus.oauth`: the gateway as an OAuth 2.1 resource server for remote agents (server/oauth.py). JWT
+    """`nexus.oauth`: the gateway as an OAuth 2.1 resource server for remote agents (server/oauth/). JWT
     access tokens from `issuer` are accepted on `/mcp`, `/sse` and `/p/NAME/...` beside `auth_tokens`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -332,7 +332,7 @@ class NexusSettings(BaseModel):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     """Shared state in Redis for replicas behind a load balancer (`cluster.redis_url`); off by default."""
     oauth: OAuthSettings | None = None
-    """The gateway as an OAuth resource server for remote agents (JWT access tokens; server/oauth.py)."""
+    """The gateway as an OAuth resource server for remote agents (JWT access tokens; server/oauth/)."""
 
     @field_validator("profiles")
     @classmethod

@@ -3,7 +3,7 @@ and the dashboard at `/ui` (dashboard/).
 
 Binds 127.0.0.1 unless told otherwise. On every path, Host and Origin headers are checked (DNS-rebinding
 protection), bearer tokens are required when configured (static ones, or the JWT access tokens of
-`nexus.oauth`: oauth.py), and request bodies are capped. Streamable-HTTP
+`nexus.oauth`: oauth/), and request bodies are capped. Streamable-HTTP
 sessions live in a bounded pool that evicts idle ones (sessions.py).
 """
 
@@ -88,7 +88,7 @@ class GuardMiddleware:
         """Tokens bound to a profile (read on every request: a reloaded config's tokens count at once)."""
         self.max_bytes = max_bytes
         self.oauth = oauth
-        """JWT access tokens of `nexus.oauth` (server/oauth.py), checked when no static token matches."""
+        """JWT access tokens of `nexus.oauth` (server/oauth/), checked when no static token matches."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

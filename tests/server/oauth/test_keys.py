@@ -1,4 +1,4 @@
-"""The issuer's keys (server/_jwks.py) and what the front does when it cannot get them: fail closed."""
+"""The issuer's keys (server/oauth/_jwks.py) and what the front does when it cannot get them: fail closed."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from nexus_gateway.config import load_config
 from nexus_gateway.gateway import Gateway
-from nexus_gateway.server._jwks import JwksCache, KeysUnavailable, UnknownKey, metadata_urls
 from nexus_gateway.server.http import build_http_app
+from nexus_gateway.server.oauth._jwks import JwksCache, KeysUnavailable, UnknownKey, metadata_urls
 from tests.conftest import free_port
-from tests.server._issuer import SCOPE, Issuer
+from tests.server.oauth._issuer import SCOPE, Issuer
 
 ISSUER = "https://as.example.com/tenant"
 

@@ -1,29 +1,13 @@
-"""The gateway as an OAuth 2.1 resource server (MCP authorization, RFC 9728, RFC 6750, RFC 9068).
-
-    remote agent --(no token)--> 401 WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/...", scope=...
-                 --GET /.well-known/oauth-protected-resource[/p/NAME/mcp]--> {resource, authorization_servers, ...}
-                 --(signs in at the authorization server, RFC 8707 resource = that resource)--> JWT access token
-                 --Authorization: Bearer JWT--> GuardMiddleware --> ResourceServer.authenticate --> Grant
-                                                                     (TokenVerifier: JwtVerifier + _jwks.py)
-
-A token is accepted when its signature verifies with a key the issuer publishes, `iss` is the configured
-issuer, `aud` names this gateway (or, on `/p/NAME/...`, that profile's resource), it has not expired
-(`leeway` seconds of skew) and it carries every required scope. Refusals follow RFC 6750: 401
-`invalid_token` (bad signature, wrong issuer or audience, expired, malformed), 403 `insufficient_scope`
-with the scopes needed, and 503 when the issuer's keys cannot be fetched (fail closed: a token that
-cannot be checked is never let through). Claims choose a profile (`nexus.oauth.profiles`). The token
-itself is never kept nor logged: the request carries only its principal (`AccessToken(token="")`).
-"""
+"""The resource server: RFC 9728 metadata, the bearer check of a request, and RFC 6750 challenges
+(the package's doc draws the flow)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
-import jwt
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
@@ -35,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from nexus_gateway.config import OAuthSettings
 from nexus_gateway.server._clients import split_profile_path
-from nexus_gateway.server._jwks import JwksCache, KeysUnavailable, UnknownKey
+from nexus_gateway.server.oauth.verifier import JwtVerifier, TokenRejected, TokenVerifier, VerifierUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -43,77 +27,6 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_ENDPOINTS = ("mcp", "sse", "messages")
 """What an OAuth token reaches, at the root or under `/p/NAME/`: the MCP transports, nothing gateway-wide."""
 RETRY_AFTER = 10
-
-
-class TokenRejected(Exception):
-    """The token is not valid here (401 `invalid_token`); the message says why, without the token."""
-
-
-class VerifierUnavailable(Exception):
-    """The token cannot be checked now (the issuer's keys are out of reach): 503, never let through."""
-
-
-class TokenVerifier(Protocol):
-    """Checks an access token; `audiences` are the resource identifiers `aud` may name for this request."""
-
-    async def verify(self, token: str, audiences: Sequence[str]) -> dict[str, Any]:
-        """The token's claims; raises `TokenRejected` or `VerifierUnavailable`."""
-        ...
-
-
-def _normal(url: str) -> str:
-    """A resource identifier compared as a URL: scheme and host lowercase, no trailing slash."""
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path}".rstrip("/")
-
-
-class JwtVerifier:
-    """JWT access tokens (RFC 9068) signed by `settings.issuer`'s keys, checked with PyJWT."""
-
-    def __init__(self, settings: OAuthSettings, keys: JwksCache | None = None) -> None:
-        self.settings = settings
-        self.keys = keys or JwksCache(settings.issuer, settings.jwks_uri)
-        issuer = settings.issuer
-        self._issuers = [issuer, issuer.rstrip("/")] if issuer.endswith("/") else [issuer, f"{issuer}/"]
-
-    async def verify(self, token: str, audiences: Sequence[str]) -> dict[str, Any]:
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise TokenRejected("the token is not a JWT") from None
-        algorithm = header.get("alg")
-        if algorithm not in self.settings.algorithms:
-            raise TokenRejected(f"the token's algorithm {algorithm!r} is not accepted")
-        kid = header.get("kid")
-        try:
-            key = await self.keys.key(kid if isinstance(kid, str) else None)
-        except UnknownKey as exc:
-            raise TokenRejected(f"the token is not signed by the issuer ({exc})") from None
-        except KeysUnavailable as exc:
-            raise VerifierUnavailable(str(exc)) from None
-        try:
-            claims = jwt.decode(
-                token,
-                key.for_algorithm(algorithm),
-                algorithms=[algorithm],
-                issuer=self._issuers,
-                leeway=self.settings.leeway,
-                options={"require": ["exp", "iss", "aud"], "verify_aud": False},
-            )
-        except jwt.ExpiredSignatureError:
-            raise TokenRejected("the token has expired") from None
-        except jwt.InvalidSignatureError:
-            raise TokenRejected("the token's signature does not verify") from None
-        except jwt.InvalidIssuerError:
-            raise TokenRejected(f"the token was not issued by {self.settings.issuer}") from None
-        except (jwt.PyJWTError, ValueError, TypeError) as exc:
-            raise TokenRejected(f"the token is not valid ({exc})") from None
-        named = claims.get("aud")
-        named = [named] if isinstance(named, str) else named if isinstance(named, list) else []
-        wanted = {_normal(audience) for audience in audiences}
-        if not any(isinstance(audience, str) and _normal(audience) in wanted for audience in named):
-            raise TokenRejected(f"the token is for another resource (aud); this one is {audiences[0]}")
-        return claims
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""An issuer's signing keys (JWKS), fetched with httpx and cached, for server/oauth.py.
+"""An issuer's signing keys (JWKS), fetched with httpx and cached, for the resource server (verifier.py).
 
     issuer --(RFC 8414 / OpenID metadata, when no jwks_uri is configured)--> jwks_uri --> JWKS --> key by `kid`
 

@@ -1,5 +1,5 @@
-"""The gateway as an OAuth resource server (server/oauth.py): a real authorization server on loopback
-(tests/server/_issuer.py), the gateway over HTTP with `nexus.oauth`, and the official SDK client signing in."""
+"""The gateway as an OAuth resource server (server/oauth/): a real authorization server on loopback
+(tests/server/oauth/_issuer.py), the gateway over HTTP with `nexus.oauth`, and the official SDK client signing in."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from nexus_gateway.bench._serve import start_http
 from tests.conftest import library, text_of
-from tests.server._issuer import SCOPE, Issuer
+from tests.server.oauth._issuer import SCOPE, Issuer
 
 ADMIN = "static-admin-token"
 INIT = {
