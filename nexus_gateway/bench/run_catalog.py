@@ -13,8 +13,15 @@ confirm), `ambiguous` (candidates handed back) or `invalid` (an error result). I
     right_tool_wrong_arguments, missed (no right tool among what came back), invalid
 
 Latency is each `run`'s wall time in this process (route, re-rank, fill and the echo call; no host
-transport), with the per-stage times `run` writes in its trace (`timings_ms`). The model loads on a
-first, unmeasured request. The stubs mark every tool read-only, so `run` calls whatever it is sure of.
+transport), with the per-stage times `run` writes in its trace (`timings_ms`), and the CPU time this
+process spent on it (`cpu_ms`: the gateway and the model's thread; the stubs are other processes). On a
+shared machine wall time grows with the load and CPU time much less, so both are reported. The model
+loads on a first, unmeasured request. The stubs mark every tool read-only, so `run` calls whatever it
+is sure of.
+
+Usage examples (`nexus.usage_examples`) are off unless `--set usage_examples=true`: writing them is
+background work that would share the cores with the measured requests. When they are on, the cases
+start once every tool has its examples (the steady state a long-running gateway reaches).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ class Outcome:
     verdict: str
     """right, wrong_called, right_tool_wrong_arguments, missed or invalid."""
     seconds: float
+    cpu_seconds: float
     timings_ms: dict[str, float]
     routing: str | None
     text: str
@@ -75,6 +83,7 @@ class Outcome:
             "verdict": self.verdict,
             "routing": self.routing,
             "ms": round(self.seconds * 1000, 1),
+            "cpu_ms": round(self.cpu_seconds * 1000, 1),
             "timings_ms": self.timings_ms,
             "checked": list(self.checked),
             **({"text": self.text[:300]} if self.status in ("invalid", "proposed") else {}),
@@ -92,7 +101,7 @@ def catalog_config(tools_path: Path, folder: Path, state_dir: Path, *, nexus: di
             servers[name] = {"command": stub[0], "args": [*stub[1:], "--server", name]}
         else:
             servers["catalog"] = {"command": stub[0], "args": stub[1:], "prefix": ""}
-    settings = {"mode": "routed", "run": True, "state_dir": str(state_dir), **(nexus or {})}
+    settings = {"mode": "routed", "run": True, "usage_examples": False, "state_dir": str(state_dir), **(nexus or {})}
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "run-catalog.json"
     config.write_text(json.dumps({"mcpServers": servers, "nexus": settings}, indent=1))
@@ -136,17 +145,17 @@ def score(
     return "missed", status, tool, arguments, candidates
 
 
-async def _ask(meta: MetaTools, case_query: str, client: object) -> tuple[dict[str, Any], bool, str, float]:
-    started = time.perf_counter()
+async def _ask(meta: MetaTools, case_query: str, client: object) -> tuple[dict[str, Any], bool, str, float, float]:
+    started, cpu = time.perf_counter(), time.process_time()
     result = await meta.call_tool("run", {"request": case_query}, client=client)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     if isinstance(result, dict):
         structured, is_error = result.get("structuredContent") or {}, bool(result.get("isError"))
         text = "\n".join(str(b.get("text", "")) for b in result.get("content") or [] if isinstance(b, dict))
     else:
         structured, is_error = result.structured_content or {}, bool(result.is_error)
         text = "\n".join(getattr(block, "text", "") for block in result.content)
-    return structured, is_error, text, seconds
+    return structured, is_error, text, seconds, cpu_seconds
 
 
 def _ms(values: list[float], q: float) -> float | None:
@@ -158,6 +167,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     verdicts = Counter(outcome.verdict for outcome in outcomes)
     statuses = Counter(outcome.status for outcome in outcomes)
     latencies = [outcome.seconds * 1000 for outcome in outcomes]
+    cpu = [outcome.cpu_seconds * 1000 for outcome in outcomes]
     stages: dict[str, Any] = {}
     for stage in STAGES:
         values = [outcome.timings_ms.get(stage, 0.0) for outcome in outcomes]
@@ -179,6 +189,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "statuses": dict(statuses),
         "status_rates": {status: rate(count) for status, count in statuses.items()},
         "latency_ms": {"p50": _ms(latencies, 50), "p95": _ms(latencies, 95), "mean": round(total_mean, 1)},
+        "cpu_ms": {"p50": _ms(cpu, 50), "p95": _ms(cpu, 95), "mean": round(statistics.fmean(cpu), 1) if cpu else 0.0},
         "stages_ms": stages,
         "stage_share_of_mean": ratios,
         "routing": dict(Counter(str(outcome.routing) for outcome in outcomes)),
@@ -186,6 +197,11 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 Progress = Callable[[int, int, Outcome], None]
+
+
+def _examples_pending(status: dict[str, Any]) -> bool:
+    """Usage examples still being written (or about to be) for some tool of the catalog."""
+    return bool(status.get("writing")) or int(status.get("done", 0)) < int(status.get("total", 0))
 
 
 async def run_catalog(
@@ -209,6 +225,8 @@ async def run_catalog(
             # upstreams listing and the index growing are polled (no event tells "all of the catalog")
             while len(gateway.catalog) < len(schemas) or gateway.index_lag() is not None:  # noqa: ASYNC110
                 await anyio.sleep(0.5)
+            while gateway.examples is not None and _examples_pending(gateway.examples.status()):  # noqa: ASYNC110
+                await anyio.sleep(2.0)
         index_s = time.perf_counter() - started
         meta = MetaTools.of(gateway)
         client = object()
@@ -218,7 +236,7 @@ async def run_catalog(
         load_before = os.getloadavg()
         outcomes: list[Outcome] = []
         for number, case in enumerate(cases, start=1):
-            structured, is_error, text, seconds = await _ask(meta, case.query, client)
+            structured, is_error, text, seconds, cpu_seconds = await _ask(meta, case.query, client)
             verdict, status, tool, arguments, candidates = score(case, structured, is_error, schemas)
             trace = structured.get("trace") or {}
             timings = {str(k): float(v) for k, v in (trace.get("timings_ms") or {}).items()}
@@ -231,6 +249,7 @@ async def run_catalog(
                 candidates,
                 verdict,
                 seconds,
+                cpu_seconds,
                 timings,
                 trace.get("routing"),
                 text,
@@ -253,6 +272,7 @@ async def run_catalog(
             "rerank_k": config.nexus.rerank_k,
             "search_k": config.nexus.search_k,
             "embedder": config.nexus.embedder,
+            "usage_examples": config.nexus.usage_examples,
             "nexus": nexus or {},
         },
         "cases": [outcome.detail() for outcome in outcomes],

@@ -296,7 +296,7 @@ def run_catalog(
         err.print(
             f"[{number}/{total}] [{color}]{outcome.verdict}[/] {escape(outcome.case.id)} {outcome.status} "
             f"{escape(str(outcome.tool or '-'))} {escape(arguments[:120])}{escape(shown)} "
-            f"[dim]{outcome.seconds * 1000:.0f} ms: {stages}[/]",
+            f"[dim]{outcome.seconds * 1000:.0f} ms ({outcome.cpu_seconds * 1000:.0f} ms CPU): {stages}[/]",
             soft_wrap=True,
             highlight=False,
         )

@@ -130,4 +130,6 @@ async def test_run_catalog_serves_the_catalog_from_stubs_and_reports_each_case_a
     summary = result["summary"]
     assert summary["right"] == 1 and summary["wrong_called"] == 0 and summary["statuses"] == {"called": 1}
     assert {"route", "fill", "call"} <= set(summary["stages_ms"]) and summary["latency_ms"]["p50"] > 0
+    assert case["cpu_ms"] > 0 and summary["cpu_ms"]["p50"] == case["cpu_ms"]
+    assert result["settings"]["usage_examples"] is False  # background writing would share the measured cores
     assert result["catalog"] == {"tools_json": str(tools), "tools": 3, "servers": 3}
