@@ -261,6 +261,8 @@ def build_http_app(gateway: Gateway, *, profile: str | None = None) -> Starlette
 
         oauth = ResourceServer(settings.oauth, lambda: gateway.settings.profiles)
         routes += oauth.routes()
+        audience = settings.oauth.audience or "the origin each request comes to"
+        logger.info("oauth: accepting access tokens of %s for %s", settings.oauth.issuer, audience)
     app = Starlette(routes=routes, lifespan=lambda app: sessions.run())
     app.add_middleware(ProfilePaths, settings=lambda: gateway.settings)  # inside the guard: after the token
     app.add_middleware(

@@ -299,6 +299,7 @@ def test_no_access_token_reaches_the_logs_healthz_or_metrics(gateway_url: str, i
         + httpx.get(f"{gateway_url}/metrics", headers=admin).text
     )
     assert refused.status_code == 401 and accepted.status_code == 200
+    assert any(f"oauth: accepting access tokens of {issuer.url}" in line for line in LOGS)
     assert any("oauth: refused a token on /mcp" in line for line in LOGS)  # the refusal is logged, at debug
     leaked = [token for token in issuer.minted if any(token in line for line in LOGS) or token in shown]
     assert leaked == []
