@@ -233,6 +233,7 @@ class GatewaySignIn:
         self._url: str | None = None
         self._running = False
         self._shown = anyio.Event()
+        self._scope = anyio.CancelScope()
         self.last_failure: str | None = None
 
     @property
@@ -245,6 +246,7 @@ class GatewaySignIn:
             self._running = True
             self._url = None
             self._shown = anyio.Event()
+            self._scope = anyio.CancelScope()
             self.last_failure = None
             spawn(self._run)
         with anyio.move_on_after(timeout):
@@ -272,10 +274,13 @@ class GatewaySignIn:
         )
         answer = await link.request(types.ElicitRequest(params=params))
         if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+            self._scope.cancel()  # the host cannot or will not: free the redirect port for `auth login`
             return False
         with anyio.move_on_after(HOST_SIGN_IN_WAIT):
-            while not connected() and not (not self._running and self.last_failure is not None):
-                await anyio.sleep(0.1)  # until the upstream has connected, or the sign-in failed
+            while not connected():  # until the upstream has connected, or the sign-in failed
+                if not self._running and self.last_failure is not None:
+                    break
+                await anyio.sleep(0.1)
         if not connected():
             return False
         with contextlib.suppress(Exception):  # a host that has gone must not fail the call
@@ -288,17 +293,18 @@ class GatewaySignIn:
             self._shown.set()
 
         try:
-            outcome = await sign_in(
-                self._name,
-                self._spec,
-                self._store,
-                show=show,
-                lock_dir=self._lock_dir,
-                sign_in_command=self._command,
-            )
-            if outcome.asked:
-                logger.info("upstream %s: signed in (%d tools)", self._name, outcome.tools)
-                self._signed_in()
+            with self._scope:
+                outcome = await sign_in(
+                    self._name,
+                    self._spec,
+                    self._store,
+                    show=show,
+                    lock_dir=self._lock_dir,
+                    sign_in_command=self._command,
+                )
+                if outcome.asked:
+                    logger.info("upstream %s: signed in (%d tools)", self._name, outcome.tools)
+                    self._signed_in()
         except SignInFailed as exc:
             self.last_failure = str(exc)
             logger.warning("upstream %s: %s", self._name, exc)

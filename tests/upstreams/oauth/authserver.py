@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -516,3 +517,25 @@ async def running_auth_server(port: int, *, access_lifetime: int = 3600) -> Asyn
             yield auth
         finally:
             server.should_exit = True
+
+
+@contextmanager
+def threaded_auth_server(port: int, *, access_lifetime: int = 3600) -> Iterator[AuthServer]:
+    """`running_auth_server` in a thread of its own, for a test that blocks (on processes it runs)."""
+    auth = AuthServer(f"http://127.0.0.1:{port}", access_lifetime=access_lifetime)
+    config = uvicorn.Config(
+        auth.protected_mcp().streamable_http_app(), host="127.0.0.1", port=port, log_level="error", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="auth server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test authorization server did not start")
+        time.sleep(0.01)
+    try:
+        yield auth
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
