@@ -125,6 +125,9 @@ class RemoteServer(_Entry):
     headers: dict[str, str] = Field(default_factory=dict)
     oauth: UpstreamOAuth | None = None
     """How to sign in to this server when it asks for OAuth (see `UpstreamOAuth`); `false` never signs in."""
+    connect_mode: Literal["legacy", "auto"] = "legacy"
+    """How the gateway opens its session: the initialize handshake (`legacy`), or `auto`: the 2026-07-28 era's
+    `server/discover` first, the handshake when the server does not know it (for servers of the stateless era)."""
 
     @field_validator("oauth", mode="before")
     @classmethod

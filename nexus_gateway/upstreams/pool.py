@@ -246,8 +246,9 @@ class Upstream:
                 starting.start_soon(self._report_late, slot, late)
                 watched = WatchedTransport(self._open_transport(), on_garbage=self._on_garbage)
                 callbacks = self.router.client_callbacks()
+                mode = self.spec.connect_mode if isinstance(self.spec, RemoteServer) else "legacy"
                 async with Client(
-                    watched, mode="legacy", cache=None, message_handler=self._on_message, **callbacks
+                    watched, mode=mode, cache=None, message_handler=self._on_message, **callbacks
                 ) as client:
                     await self._refresh(client)
                     await self.router.connected(client.server_capabilities, partial(self._send_on, client))

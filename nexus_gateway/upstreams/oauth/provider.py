@@ -210,7 +210,7 @@ class UpstreamAuth(OAuthClientProvider):
         """Why the server cannot be reached without a person signing in, when it cannot."""
         self.clock = Clock(clock)
         self.storage = _Storage(store, name, spec, self.clock)
-        self._interaction = interaction
+        self.interaction = interaction
         self._fresh = fresh
         self._configured_scope = " ".join(settings.scopes) or None
         self._lock_path = lock_dir / f"{record_key(name, spec.url)}.lock" if lock_dir is not None else None
@@ -273,17 +273,17 @@ class UpstreamAuth(OAuthClientProvider):
     # -- the SDK's hooks ---------------------------------------------------------------------------
 
     async def _redirect(self, url: str) -> None:
-        if self._interaction is None:
+        if self.interaction is None:
             if self.required is None:
                 self.required = "the server asks for a sign-in"
             self._rejected = self.context.current_tokens.access_token if self.context.current_tokens else None
             self.storage.forget_tokens(self.required)
             raise AuthorizationRequired(self.needs_sign_in())
-        await self._interaction.show(url)
+        await self.interaction.show(url)
 
     async def _callback(self) -> AuthorizationCodeResult:
-        assert self._interaction is not None  # `_redirect` raised otherwise
-        return await self._interaction.redirected()
+        assert self.interaction is not None  # `_redirect` raised otherwise
+        return await self.interaction.redirected()
 
     async def _initialize(self) -> None:
         record = self.storage.record()

@@ -45,9 +45,9 @@ async def auth() -> AsyncIterator[AuthServer]:
         yield server
 
 
-def config(tmp_path: Path, auth: AuthServer, **oauth: Any) -> GatewayConfig:
+def config(tmp_path: Path, auth: AuthServer, *, connect_mode: str = "legacy", **oauth: Any) -> GatewayConfig:
     oauth.setdefault("redirect_port", free_port())
-    entry = {"type": "http", "url": auth.resource, "oauth": oauth}
+    entry = {"type": "http", "url": auth.resource, "oauth": oauth, "connect_mode": connect_mode}
     return make_config(tmp_path, {"prot": entry}, mode="passthrough", run=False, embedder="hashing")
 
 
@@ -107,6 +107,15 @@ async def test_after_a_sign_in_the_waiting_upstream_connects_and_serves_calls(tm
     assert request["scope"] == "mcp"  # from the server's metadata
     assert auth.registrations == 1 and auth.grants == ["authorization_code"]
     assert [row["state"] for row in status_rows(cfg)] == ["signed in"]
+
+
+async def test_an_upstream_reached_in_the_stateless_era_signs_in_and_serves_calls(tmp_path: Path, auth: AuthServer):
+    cfg = config(tmp_path, auth, connect_mode="auto")  # server/discover first (2026-07-28)
+    async with gateway_of(cfg) as (_, host, upstream):
+        assert upstream.state is UpstreamState.NEEDS_AUTHORIZATION
+        await signed_in(cfg)
+        await healthy(upstream)
+        assert text_of(await host.call_tool("prot__echo", {"text": "modern"})) == "modern"
 
 
 async def test_a_pre_registered_client_signs_in_with_its_secret_and_asks_for_the_configured_scopes(
