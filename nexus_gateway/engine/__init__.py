@@ -18,18 +18,24 @@ scoring.py   query likelihood (re-ranking): log P(request | each tool's line), t
 completion.py  a short text under a grammar, outside the sessions (usage examples of tools)
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
+remote.py    `RemoteEngine`: the `Engine` on an inference server (OpenAI completions API), no model here
+backends.py  `open_engine`: the configured backend, local or remote
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
     from nexus_gateway.catalog import ToolRecord
     from nexus_gateway.config import ToolForm
     from nexus_gateway.engine.splicer import Placement
+
+
+CLOSING_TOKENS = 96
+"""Tokens past the budget in which the grammar must close the object (decoding.py: closing mode)."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,8 @@ class Completion:
 
 
 class Engine(Protocol):
-    """What generation (argument filling, client sessions) needs of a model engine. `LocalEngine` is the one
-    there is; tests and benchmarks reach further with `LocalEngine.run`."""
+    """What generation (argument filling, client sessions) needs of a model engine: `LocalEngine` (llama.cpp in
+    this process; tests and benchmarks reach further with `LocalEngine.run`) or `RemoteEngine` (a server)."""
 
     async def open_session(self) -> Session: ...
     async def close_session(self, session: Session) -> None: ...
@@ -137,6 +143,13 @@ class Engine(Protocol):
         """Write a reply to a task of its own (`PromptLayout.task_text`) under a GBNF grammar, greedily, in a
         sequence taken for it; no session changes. Concurrent calls share each decoding step."""
         ...
+
+
+class ManagedEngine(Engine, Protocol):
+    """An `Engine` that is opened and closed: `async with engine: ...` (`backends.open_engine` makes one)."""
+
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(self, *exc: object) -> None: ...
 
 
 def schema_grammar(schema: str, prop_order: list[str] | None = None) -> str:

@@ -26,14 +26,12 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded, Decoding
+from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding
 from nexus_gateway.engine.copying import CopyBias
 from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
 
-CLOSING_TOKENS = 96
-"""Tokens past the budget in which the grammar must close the object (closing mode)."""
 _CLOSING_BOOST = 1e4
 _closers: weakref.WeakKeyDictionary[LlamaModel, np.ndarray] = weakref.WeakKeyDictionary()
 

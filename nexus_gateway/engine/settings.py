@@ -7,6 +7,14 @@ Everything is optional: with no `engine` key the packaged Qwen2.5-Coder-0.5B-Ins
 `model` is a registry name (`qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`, `gemma3-270m`; engine/models.py)
 or the path of any GGUF. `gpu_layers`
 -1 offloads every layer (Metal on Apple Silicon, CUDA, ...) when llama.cpp was built with a GPU backend.
+
+With `"backend": "openai"` the model runs on an inference server that speaks the OpenAI completions API
+(llama.cpp's server, llama_cpp.server, vLLM, ...; engine/remote.py) and the gateway loads no model:
+
+    "nexus": {"engine": {"backend": "openai", "base_url": "http://127.0.0.1:8080/v1",
+                         "model": "qwen2.5-coder-0.5b", "api_key": "${env:INFERENCE_KEY}"}}
+
+There `model` is the name sent to the server, and the local settings (n_ctx, threads, ...) do not apply.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nexus_gateway.config import GatewayConfig, default_state_dir
 from nexus_gateway.errors import ConfigError
@@ -38,6 +46,30 @@ class EngineSettings(BaseModel):
     kv_type: Literal["f16", "q8_0", "f32"] = "f16"
     compiled_dir: str | None = None
     """Where `compiled_schemas/` lives; beside the gateway's state when unset."""
+    # -- the model on an inference server (engine/remote.py) --
+    backend: Literal["local", "openai"] = "local"
+    """`local`: llama.cpp in this process; `openai`: an inference server's /v1/completions (no model loads here)."""
+    base_url: str | None = None
+    """The server's OpenAI API root, `/v1` included (`http://127.0.0.1:8080/v1`); required with `openai`."""
+    api_key: str | None = None
+    """Sent as a bearer token (`${env:NAME}` keeps it out of the file); never logged."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds one request to the server may take."""
+    layout: Literal["chatml", "gemma", "plain"] | None = None
+    """The served model's prompt layout (engine/prompt.py); from `model`'s name when unset (ChatML unless it
+    names Gemma)."""
+    grammar_field: str = "grammar"
+    """Where the GBNF grammar goes in the request body, dotted for a nested key: `grammar` (llama.cpp's server,
+    llama_cpp.server), `structured_outputs.grammar` (vLLM), `guided_grammar` (older vLLM)."""
+    scoring: Literal["forced", "echo"] = "forced"
+    """How re-ranking reads the request's log-probabilities: `forced` (the request generated under a grammar
+    that allows only it, with `logprobs`) or `echo` (`echo` + `logprobs` on the prompt, as vLLM returns them)."""
+
+    @model_validator(mode="after")
+    def _server_named(self) -> EngineSettings:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("backend 'openai' needs base_url, the server's API root (e.g. http://127.0.0.1:8080/v1)")
+        return self
 
 
 def engine_settings(config: GatewayConfig | None = None, **overrides: object) -> EngineSettings:

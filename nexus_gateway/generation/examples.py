@@ -147,11 +147,19 @@ class ModelExampleWriter:
 @asynccontextmanager
 async def local_writer(config: GatewayConfig, *, batch: int = BATCH) -> AsyncIterator[ModelExampleWriter]:
     """A writer on a local engine of its own for one round of writing: the configured model, one CPU thread at
-    the lowest priority (`NICE`: requests, `run` included, take the cores first), `batch` tools at a time."""
+    the lowest priority (`NICE`: requests, `run` included, take the cores first), `batch` tools at a time; on
+    the `openai` backend, the inference server."""
     from nexus_gateway.engine.settings import engine_settings
-    from nexus_gateway.engine.worker import LocalEngine
 
     settings = engine_settings(config).model_copy(update={"sessions": batch + 1, "threads": 1, "decode_threads": 1})
+    if settings.backend != "local":  # the inference server writes them: no model loads here
+        from nexus_gateway.engine.backends import open_engine
+
+        async with open_engine(settings) as remote:
+            yield ModelExampleWriter(remote, batch=batch)
+        return
+    from nexus_gateway.engine.worker import LocalEngine
+
     async with LocalEngine(settings) as engine:
         await engine.run(_lower_priority)
         yield ModelExampleWriter(engine, batch=batch)

@@ -23,8 +23,7 @@ from typing import Any, get_args
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded, Decoding, Engine, Session
-from nexus_gateway.engine.decoding import CLOSING_TOKENS
+from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding, Engine, Session
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object

@@ -34,9 +34,9 @@ import mcp_types as types
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config.profiles import EVERYTHING, Profile
-from nexus_gateway.engine import Session, Turn
+from nexus_gateway.engine import ManagedEngine, Session, Turn
+from nexus_gateway.engine.backends import open_engine
 from nexus_gateway.engine.settings import compiled_root, engine_settings
-from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
@@ -151,7 +151,7 @@ class Runner:
     def __init__(self, gateway: GatewayCore) -> None:
         self.gateway = gateway
         self.settings = gateway.settings
-        self._engine: LocalEngine | None = None
+        self._engine: ManagedEngine | None = None
         self._generator: ArgumentGenerator | None = None
         self._pool: SessionPool | None = None
         self._reranker: Reranker | None = None
@@ -167,8 +167,14 @@ class Runner:
         async with self._starting:
             if self._generator is None or self._pool is None or self._reranker is None:
                 settings = engine_settings(self.gateway.config)
-                engine = LocalEngine(settings, compiled_root=compiled_root(settings, self.gateway.config))
+                engine = open_engine(settings, compiled_root=compiled_root(settings, self.gateway.config))
                 await engine.__aenter__()
+                if settings.backend != "local" and self.settings.run_mode == "splice":
+                    logger.info(
+                        "run_mode splice: KV-block splicing needs the local engine; on the %s backend the tool's "
+                        "full schema is prefilled instead (run_mode prefill)",
+                        settings.backend,
+                    )
                 self._engine = engine
                 room = settings.n_ctx // settings.sessions - 256
                 self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
