@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("generation",),
     ("routing",),
     ("engine", "upstreams"),
-    ("catalog", "config", "activity", "clients", "metrics", "_sdk", "state"),
+    ("catalog", "config", "activity", "clients", "metrics", "_sdk", "state", "tracing"),
     ("runtime", "errors"),
 ]
 """Top to bottom, by package (or by root module where a concept is one module): a module may import its own layer

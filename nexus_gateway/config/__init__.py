@@ -242,6 +242,19 @@ class ClusterSettings(BaseModel):
     """Seconds a Redis command or connection may take before the store is reported degraded."""
 
 
+class TracingSettings(BaseModel):
+    """`nexus.tracing` as an object: spans on, exported over OTLP/HTTP (nexus_gateway/tracing.py)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    otlp_endpoint: str | None = None
+    """The collector's OTLP/HTTP root (`http://127.0.0.1:4318`; `/v1/traces` is added); else the
+    `OTEL_EXPORTER_OTLP_*ENDPOINT` variables; else spans go to the process's tracer provider as it is."""
+    service_name: str = "nexus-gateway"
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with each export (a collector's API key: `${env:NAME}`)."""
+
+
 class NexusSettings(BaseModel):
     """Gateway settings: the `nexus` key of the config file, then `NEXUS_*` environment variables."""
 
@@ -311,8 +324,10 @@ class NexusSettings(BaseModel):
     fast_path: bool = True
     """Serve the hot request (a tools/call of an upstream tool) without the SDK's dispatch where nothing
     unusual can happen during it (server/_fastpath.py, _direct.py); off: every request takes the SDK's path."""
-    tracing: bool = False
-    """Wrap each request in an OpenTelemetry span (the SDK's middleware); costs ~0.1 ms a call."""
+    tracing: bool | TracingSettings = False
+    """OpenTelemetry spans for every request served and every upstream call (nexus_gateway/tracing.py,
+    docs/tracing.md): `true` (exported over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set), or
+    `{"otlp_endpoint": "http://127.0.0.1:4318"}`. Off: no span is made and the fast paths stay on."""
     state_dir: str | None = None
     """Where the catalog state lives; `~/.cache/nexus-gateway/<config hash>` when unset."""
     # -- tool pinning (pins.py) --

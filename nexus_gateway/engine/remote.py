@@ -231,7 +231,9 @@ class RemoteEngine:
             if not isinstance(offsets, list) or not isinstance(values, list) or len(offsets) != len(values):
                 raise self._no_logprobs("echo")
             end = len(prefix) + len(target)  # the one generated token after it is not the request's
-            picked = [value for offset, value in zip(offsets, values, strict=True) if len(prefix) <= offset < end]
+            picked: object = [
+                value for offset, value in zip(offsets, values, strict=True) if len(prefix) <= offset < end
+            ]
             decoded = int(choice["_usage"].get("prompt_tokens") or 0)
         else:
             body = self._constrained(prefix, gbnf_literal(target), len(target.encode()) + 4, logprobs=1)

@@ -16,7 +16,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from nexus_gateway import __version__
+from nexus_gateway import __version__, tracing
 from nexus_gateway._sdk import client_connection as client_of
 from nexus_gateway.clients import current_client
 from nexus_gateway.config.profiles import Profile
@@ -27,6 +27,7 @@ from nexus_gateway.server._clients import request_profile
 from nexus_gateway.server._forward import Forwarder
 from nexus_gateway.server._pages import page_result
 from nexus_gateway.server._results import CACHE_HINTS, complete
+from nexus_gateway.server._tracing import TracingMiddleware
 from nexus_gateway.server.clients import ClientRegistry
 
 logger = logging.getLogger(__name__)
@@ -175,8 +176,10 @@ def build_server(gateway: Gateway, *, profile: str | None = None) -> Server[Any]
         await forwarder.listeners.changed(changed)  # the modern era's listen streams
 
     gateway.on_change(notify_changed)
-    if not gateway.settings.tracing:
-        server.middleware.clear()  # the SDK's only default middleware is its OpenTelemetry span per request
+    server.middleware.clear()  # the SDK's only default middleware, its span per request: ours takes its place
+    if gateway.settings.tracing:
+        tracing.install(gateway.settings.tracing)
+        server.middleware.append(TracingMiddleware())
     forwarder.install(server)
     return server
 

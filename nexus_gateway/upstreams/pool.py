@@ -29,6 +29,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from nexus_gateway import tracing
 from nexus_gateway.config import GatewayConfig, NexusSettings, RemoteServer, ServerSpec, StdioServer, default_state_dir
 from nexus_gateway.errors import (
     UpstreamError,
@@ -144,6 +145,8 @@ class Upstream:
         self._healthy_at: float | None = None
         self.first_start_s: float | None = None
         """Seconds the first successful start took, from its start slot to its tools listed (`start_order.py`)."""
+        self.tracing = bool(settings.tracing)
+        """Upstream calls are CLIENT spans (nexus_gateway/tracing.py); off, no span is made."""
         self.direct = (
             DirectCalls(name, self.router.log)
             if settings.fast_path and not settings.tracing and isinstance(spec, StdioServer)
@@ -446,8 +449,29 @@ class Upstream:
         The gateway forwards results, it does not read them: skipping the result model and the
         output-schema check (the host does both) saves a fifth of the gateway's time per call.
         What the upstream sends during the call (progress, logs, requests for input) goes to `link`;
-        progress restarts the call timeout, up to `call_timeout_max`.
+        progress restarts the call timeout, up to `call_timeout_max`. With tracing on, the call is a
+        CLIENT span whose context the upstream gets in `_meta` (nexus_gateway/tracing.py).
         """
+        if self.tracing:
+            with tracing.client_span("tools/call", tool, meta, **self._span_attributes()) as (span, carried):
+                result = await self._call_tool(tool, arguments, timeout, link, carried)
+                if result.get("isError") is True:
+                    tracing.failed(span, "tool_error")
+                return result
+        return await self._call_tool(tool, arguments, timeout, link, meta)
+
+    def _span_attributes(self) -> dict[str, Any]:
+        transport = {"stdio": "pipe", "http": "tcp", "sse": "tcp"}.get(self.transport)
+        return {"transport": transport, "upstream": self.name}
+
+    async def _call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float | None,
+        link: HostLink | None,
+        meta: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         deadline = CallDeadline(timeout or self.call_timeout, self.call_timeout_max)
         async with (
             self.router.call(link, deadline) as call,
@@ -463,6 +487,12 @@ class Upstream:
 
     async def read_resource(self, uri: str, *, link: HostLink | None = None) -> types.ReadResourceResult:
         """Read a resource; what the upstream asks the host meanwhile goes to `link`, as for a call."""
+        if self.tracing:
+            with tracing.client_span("resources/read", None, None, uri=uri, **self._span_attributes()):
+                return await self._read_resource(uri, link)
+        return await self._read_resource(uri, link)
+
+    async def _read_resource(self, uri: str, link: HostLink | None) -> types.ReadResourceResult:
         deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
         async with self.router.call(link, deadline), self._request(f"reading {uri!r}", None, deadline) as client:
             return await client.read_resource(uri)
@@ -470,6 +500,14 @@ class Upstream:
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None, *, link: HostLink | None = None
+    ) -> types.GetPromptResult:
+        if self.tracing:
+            with tracing.client_span("prompts/get", name, None, **self._span_attributes()):
+                return await self._get_prompt(name, arguments, link)
+        return await self._get_prompt(name, arguments, link)
+
+    async def _get_prompt(
+        self, name: str, arguments: dict[str, str] | None, link: HostLink | None
     ) -> types.GetPromptResult:
         deadline = CallDeadline(self.call_timeout, self.call_timeout_max)
         async with self.router.call(link, deadline), self._request(f"prompt {name!r}", None, deadline) as client:
