@@ -22,6 +22,7 @@ from nexus_gateway.evals.routing import ToolPool, candidate_set, check_tools_kno
 from nexus_gateway.routing.bm25 import LEXICAL_WEIGHTS, tokenize
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import LEXICAL_WEIGHT, fuse
+from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights
 
 Progress = Callable[[str], None]
@@ -70,8 +71,8 @@ def search_fields(
     rights: dict[int, list[np.ndarray]] = {}
     for s, chosen in enumerate(sets):
         check_tools_known(chosen.tools, chosen.cases)
-        queries = cached.embed_batch([case.query for case in chosen.cases])
-        terms = [tokenize(case.query) for case in chosen.cases]
+        queries = cached.embed_batch([routing_text(case.query) for case in chosen.cases])
+        terms = [tokenize(routing_text(case.query)) for case in chosen.cases]
         for d, fields in enumerate(dense_grid):
             if progress:
                 progress(f"{chosen.name}: embedding tools ({d + 1}/{len(dense_grid)})")

@@ -21,6 +21,7 @@ from nexus_gateway.evals.routing import Scored, ToolPool, check_tools_known, sco
 from nexus_gateway.generation.rerank import WEIGHT, Reranker
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod
+from nexus_gateway.routing.query import routing_text
 
 Progress = Callable[[int, int], None]
 
@@ -44,7 +45,7 @@ async def evaluate_reranking(
     pool = ToolPool(tools, embedder)
     by_name = tool_records(tools)
     records = [by_name[name] for name in pool.names]
-    queries = embedder.embed_batch([case.query for case in cases])
+    queries = embedder.embed_batch([routing_text(case.query) for case in cases])
     reports: dict[str, dict[str, Any]] = {}
     lines: list[dict[str, Any]] = []
     for size in sizes:

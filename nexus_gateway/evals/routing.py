@@ -25,6 +25,7 @@ from nexus_gateway.routing.bm25 import LEXICAL_WEIGHTS, idf, term_scores, tokeni
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
+from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, with_examples
@@ -159,7 +160,7 @@ def score_cases(
     for i, case in enumerate(cases):
         candidates, right = candidate_set(pool, case, i, size, seed)
         dense = pool.dense(candidates, queries[i])
-        lexical = pool.bm25(tokenize(case.query), candidates)
+        lexical = pool.bm25(tokenize(routing_text(case.query)), candidates)
         fused = fuse(dense, lexical, method)
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
@@ -197,12 +198,12 @@ def evaluate_routing(
     requests by content hash, indexed as the gateway indexes them."""
     check_tools_known(tools, cases)
     pool = ToolPool(tools, embedder, examples=examples)
-    queries = embedder.embed_batch([case.query for case in cases])
+    queries = embedder.embed_batch([routing_text(case.query) for case in cases])
     embed_ms = []
     timed = getattr(embedder, "inner", embedder)  # a cache's embedder: the time of an embedding, not of a lookup
     for case in cases[:50]:
         start = time.perf_counter_ns()
-        timed.embed_batch([case.query])
+        timed.embed_batch([routing_text(case.query)])
         embed_ms.append((time.perf_counter_ns() - start) / 1e6)
     report: dict[str, Any] = {"n_cases": len(cases), "sizes": {}, "scan_us_p50": {}}
     report["embed_ms_p50"] = round(statistics.median(embed_ms), 3) if embed_ms else None

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import FieldWeights, Hit, IndexProgress, ToolFields
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -166,7 +167,7 @@ class BM25Retriever:
         return scores
 
     def search(self, query: str, k: int) -> list[Hit]:
-        scores = self.scores(query)
+        scores = self.scores(routing_text(query))
         if not len(scores):
             return []
         k = min(k, len(scores))

@@ -16,6 +16,7 @@ from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
+from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
 from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, tool_scores, with_examples
@@ -161,6 +162,7 @@ class HybridRetriever:
             slb, lexical, rows, names = self.slb, self.lexical, self.rows, self.names
         if not len(slb):
             return []
+        query = routing_text(query)
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
         if not slb.large:

@@ -49,7 +49,7 @@ def _scores(weights: FieldWeights, query: str) -> dict[str, float]:
 
 
 def test_a_file_named_like_a_server_does_not_pull_its_tools_when_the_server_weighs_nothing():
-    query = "read the file /x/hello.txt"
+    query = "read the hello file"  # a word that names a server (paths are masked before: routing/query.py)
     assert "hello__debug" in _scores(FieldWeights(server=1.0), query)
     scores = _scores(FieldWeights(server=0.0), query)
     assert "hello__debug" not in scores and next(iter(scores)) == "filesystem__read_text_file"

@@ -1,0 +1,60 @@
+"""What routing reads of a request: its words, with the values it carries named by their kind.
+
+    "read ~/notes/todo.md"                        -> "read file md"
+    "what files are in /home/sam/Downloads"       -> "what files are in folder"
+    "fetch https://example.com/pricing"           -> "fetch url"
+    "find the contact with email jane@corp.com"   -> "find the contact with email email address"
+
+A request's values say which tool takes them only by their kind: a path says "a file tool", never which
+one by its letters. Read as words they mislead both retrievers: the path `/home/sam/projects/app/.env.example`
+is, to BM25 and to an embedder alike, the words "home projects app env example", which pull a tool about
+script projects and one about environment variables; `~/notes/todo.md` pulls a documentation tool because
+"notes" and "md" are in its description. So paths, URLs and e-mail addresses are replaced by the name of
+their kind (a file's extension is kept: `.xlsx` and `.png` do say which tool), before either retriever
+reads the request. The argument filler and the re-ranker still read the request as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+_URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s'\"<>]+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_PATH = re.compile(
+    r"""(?<![\w/.~-])                  # not inside a word or another path
+        (?:~|\.{1,2}|[A-Za-z]:)?       # ~/x, ./x, ../x, C:\\x
+        (?:[/\\][\w.@+-]+)+[/\\]?      # /a/b/c, \\a\\b
+        (?![\w/\\])""",
+    re.VERBOSE,
+)
+_FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
+_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")
+_NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk", "de", "fr", "eu", "gov", "edu"})
+"""Endings that make a dotted word a host name or a version, not a file name."""
+
+
+def _path_kind(path: str) -> str:
+    last = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+    extension = _EXTENSION.search(last)
+    if (extension and not last.startswith(".")) or (extension and last.count(".") > 1):
+        return f" file {extension.group(1).lower()} "
+    if last.startswith("."):  # a dotfile: .env, .bashrc
+        return " file "
+    return " folder "
+
+
+def _file_name(match: re.Match[str]) -> str:
+    extension = match.group(1).lower()
+    if extension in _NOT_FILE or match.group(0)[0].isdigit():
+        return match.group(0)
+    return f" file {extension} "
+
+
+def routing_text(request: str) -> str:
+    """`request` with its URLs, e-mail addresses, paths and file names replaced by their kind (see above);
+    the request itself when it holds none."""
+    text = _URL.sub(" url ", request)
+    text = _EMAIL.sub(" email address ", text)
+    text = _PATH.sub(lambda match: _path_kind(match.group(0)), text)
+    text = _FILE_NAME.sub(_file_name, text)
+    return " ".join(text.split()) if text != request else request
