@@ -167,7 +167,7 @@ class SharedPins(PinStore):
                     why = (self.unconfirmed() or ("Redis refused the write", ""))[0]
                     raise NexusError(
                         f"could not write the pin store in Redis ({self._link.redacted_url}): {why}; nothing was "
-                        "approved. Try again when Redis answers (nexus-gateway status shows the store)."
+                        "approved. Try again when Redis answers (/healthz shows the store of a running gateway)."
                     ) from None
                 raise
         raise NexusError("the pin store kept changing under this approval; nothing was approved, try again")

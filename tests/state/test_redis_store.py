@@ -294,3 +294,41 @@ def test_tools_approve_says_so_when_redis_does_not_answer(tmp_path: Path):
     result = cli("tools", "approve", "x__y", "--hash", "0" * 16, "-c", str(config))
     assert result.returncode == 2
     assert "reading the pin store" in result.stderr and "Connection" in result.stderr
+
+
+async def test_a_replica_started_while_redis_is_down_serves_nothing_unconfirmed_and_healthz_says_why(
+    tmp_path: Path, redis_server: RedisServer
+):
+    import httpx
+
+    from nexus_gateway.server.http import build_http_app
+
+    redis_server.stop()
+    async with replica(tmp_path / "a", redis_server) as (a, client):
+        app = build_http_app(a)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            health = (await http.get("/healthz")).json()
+            assert health["store"]["backend"] == "redis" and health["store"]["state"] == "degraded"
+            assert health["store"]["last_error"] and health["trust"]["state"] == "degraded"
+            assert 'nexus_store_up{backend="redis"} 0' in (await http.get("/metrics")).text
+            assert await described(client) is None  # no approval could be confirmed: nothing is served
+
+            redis_server.start()
+
+            async def served() -> bool:
+                return await described(client) == "Return the text unchanged."
+
+            await until(served, 10)
+            health = (await http.get("/healthz")).json()
+            assert health["store"]["state"] == "ok" and health["trust"] == {"state": "ok"}
+            metrics = (await http.get("/metrics")).text
+            assert 'nexus_store_up{backend="redis"} 1' in metrics
+            assert 'nexus_store_round_trips_total{use="pins"}' in metrics
+
+
+async def test_the_file_store_is_the_default_and_reports_itself(tmp_path: Path):
+    from tests.fakes import fake_gateway, faulty_server
+
+    async with fake_gateway(tmp_path, {"one": faulty_server()}) as (gateway, _):
+        assert gateway.store.backend == "files" and gateway.store_status() == {"backend": "files", "state": "ok"}
+        assert gateway.catalog.pins.path == tmp_path / "state" / "pins.json"
