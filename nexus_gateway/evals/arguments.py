@@ -25,6 +25,7 @@ from typing import Any
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import Session
+from nexus_gateway.engine.backends import open_engine
 from nexus_gateway.engine.history import GENERIC_TURNS, history_tokens
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
@@ -188,11 +189,13 @@ async def evaluate_arguments(
     router = _router(list(records.values()), max(rerank, 1)) if route else None
     outcomes: list[Outcome] = []
     rerank_ms: list[float] = []
-    async with LocalEngine(settings, compiled_root=compiled_root) as engine:
+    if depth and settings.backend != "local":
+        raise ConfigError("--depth needs the local engine (its history is decoded token by token)")
+    async with open_engine(settings, compiled_root=compiled_root) as engine:
         generator = ArgumentGenerator(engine, mode=mode, copy_bias=COPY_BIAS if copy_bias is None else copy_bias)
         reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
-        history = await engine.run(_history(depth, session)) if depth else 0
+        history = await engine.run(_history(depth, session)) if depth and isinstance(engine, LocalEngine) else 0
         if mode == "splice":
             await generator.prepare([records[name] for name in dict.fromkeys(case.tool for case in cases)])
         for done, case in enumerate(cases):
@@ -211,9 +214,10 @@ async def evaluate_arguments(
             outcomes.append(Outcome(case, name, generated, trace, _parameters(record) if alternative else None))
             if progress:
                 progress(done + 1, len(cases))
-        model = engine.settings.model or "default"
+        model = settings.model or "default"
     report = summarize(outcomes, routed=route)
     report |= {
+        "backend": settings.backend,
         "mode": mode,
         "routed": route,
         "depth": history,
@@ -228,3 +232,20 @@ async def evaluate_arguments(
         report |= {"rerank_k": rerank, "reranked": len(rerank_ms)}
         report["rerank_ms_p50"] = round(statistics.median(rerank_ms), 2) if rerank_ms else None
     return report, outcomes
+
+
+def agreement(first: Sequence[Outcome], second: Sequence[Outcome]) -> dict[str, Any]:
+    """How often two runs over the same cases (one engine against another) gave the same arguments: the same
+    JSON object, and the same verdict against the gold; the cases that differ, by id."""
+    pairs = list(zip(first, second, strict=True))
+    if any(a.case.id != b.case.id for a, b in pairs):
+        raise ValueError("agreement compares two runs over the same cases, in the same order")
+    same = [a.generated.arguments == b.generated.arguments for a, b in pairs]
+    verdict = [a.args_ok == b.args_ok for a, b in pairs]
+    n = len(pairs)
+    return {
+        "n_cases": n,
+        "same_arguments": round(sum(same) / n, 4) if n else None,
+        "same_verdict": round(sum(verdict) / n, 4) if n else None,
+        "differ": [a.case.id for (a, _), equal in zip(pairs, same, strict=True) if not equal],
+    }
