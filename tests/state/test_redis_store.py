@@ -332,3 +332,22 @@ async def test_the_file_store_is_the_default_and_reports_itself(tmp_path: Path):
     async with fake_gateway(tmp_path, {"one": faulty_server()}) as (gateway, _):
         assert gateway.store.backend == "files" and gateway.store_status() == {"backend": "files", "state": "ok"}
         assert gateway.catalog.pins.path == tmp_path / "state" / "pins.json"
+
+
+async def test_shared_vectors_of_the_wrong_size_are_embedded_again_with_a_warning(
+    tmp_path: Path, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+):
+    nexus = {"mode": "routed", "embedder": "hashing", "run": False}
+    async with replica(tmp_path / "a", redis_server, **nexus) as (a, _):
+        await until(lambda: _indexed(a))
+    shared = redis_server.client()
+    [key] = shared.keys("nexus:vectors:*")
+    digests = shared.hkeys(key)
+    shared.hset(key, mapping=dict.fromkeys(digests, b"garbage"))
+    async with replica(tmp_path / "b", redis_server, **nexus) as (b, client_b):
+        await until(lambda: _indexed(b))
+        assert b.retriever.built.embedded == len(digests)  # type: ignore[attr-defined]
+        found = await client_b.call_tool("search_tools", {"query": "give echo a new description", "k": 1})
+        assert found.structured_content["tools"][0]["name"] == "changing__redefine"
+    assert "has 7 bytes" in caplog.text
+    assert all(len(value) > 7 for value in shared.hvals(key))  # written again, sound
