@@ -351,3 +351,18 @@ async def test_shared_vectors_of_the_wrong_size_are_embedded_again_with_a_warnin
         assert found.structured_content["tools"][0]["name"] == "changing__redefine"
     assert "has 7 bytes" in caplog.text
     assert all(len(value) > 7 for value in shared.hvals(key))  # written again, sound
+
+
+async def test_every_replica_shows_the_calls_another_replica_made(tmp_path: Path, redis_server: RedisServer):
+    async with AsyncExitStack() as stack:
+        a, client_a = await stack.enter_async_context(replica(tmp_path / "a", redis_server))
+        b, _ = await stack.enter_async_context(replica(tmp_path / "b", redis_server))
+        for index in range(3):
+            assert text_of(await client_a.call_tool(ECHO, {"text": f"from a {index}"})) == f"from a {index}"
+        assert not [entry for entry in b.activity.calls() if entry.tool == ECHO]
+
+        async def b_shows_them() -> bool:
+            return len([entry for entry in b.activity.calls() if entry.tool == ECHO]) == 3
+
+        await until(b_shows_them, 5)
+        assert len(a.activity.calls()) == len(b.activity.calls())
