@@ -330,6 +330,8 @@ class SharedPins(PinStore):
             action = "clear" if self.recovered is None else "set"
             meta_raw = "" if self.recovered is None else json.dumps({"recovered": self.recovered})
         if not writes and action == "keep":
+            if self.recovered is None:
+                self._note = None  # a person's approval ended a recovery this replica had not written yet
             return True
         args: list[str] = [self.keys.channel, action, meta_raw]
         for write in writes:
