@@ -205,6 +205,11 @@ async def test_garbage_in_the_pin_store_fails_closed_with_a_clear_log(
         assert a.store_status()["state"] == "ok"  # Redis answers; what it holds is what is wrong
         # every replica learns of the damage: the recovery note is in Redis
         assert redis_server.client().get("nexus:pins:meta") is not None
+        # a person's approval ends it, for every replica
+        [pending] = a.catalog.pins.quarantined()
+        a.catalog.pins.approve(reviewed={ECHO: pending.hash})
+        await until(lambda: _serves(client, "Return the text unchanged."), 2)
+        assert a.trust() == {"state": "ok"} and redis_server.client().get("nexus:pins:meta") is None
 
 
 async def test_a_wrong_type_key_is_a_degraded_store_and_nothing_is_pinned_afresh(
