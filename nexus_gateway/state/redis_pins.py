@@ -126,6 +126,8 @@ class SharedPins(PinStore):
         self._meta_gen = -1
         self._version = 0
         self._adopted = -1
+        self._stale: set[str] | None = None
+        """Servers whose mirror changed since the last adoption (None: all, or the local view diverged)."""
         self._read_once = False
         self._note: dict[str, str] | None = None
         """A recovery this replica found (garbage, an emptied Redis), to write as `recovered`."""
@@ -215,6 +217,7 @@ class SharedPins(PinStore):
                 self._apply(field, raw, at)
             self._apply_meta(meta_raw, at)
         self._read_once = True
+        self._stale = None
         self._version += 1  # judge every listing again: the mirror may differ, and trust may be confirmed now
 
     def apply_message(self, data: Any) -> bool:
@@ -265,6 +268,8 @@ class SharedPins(PinStore):
             self._raw.pop(field, None)
             self._good.pop(field, None)
             self._damage.pop(field, None)
+        if self._stale is not None:
+            self._stale.add(field)
         self._version += 1
 
     def _apply_meta(self, raw: str, generation: int) -> None:
@@ -303,7 +308,15 @@ class SharedPins(PinStore):
     def _reload_if_changed(self) -> bool:
         if self._adopted == self._version:
             return False
-        self._tools = {server: json.loads(json.dumps(tools)) for server, tools in self._good.items() if tools}
+        stale = set(self._good) | set(self._tools) if self._stale is None else self._stale
+        if self._stale is None:
+            self._tools = {}
+        for server in stale:  # a copy of what changed only: a catalog's pins are megabytes
+            if self._good.get(server):
+                self._tools[server] = json.loads(json.dumps(self._good[server]))
+            else:
+                self._tools.pop(server, None)
+        self._stale = set()
         recovered = self._meta
         if recovered is None and self._note is not None:
             recovered = self._note
@@ -314,7 +327,7 @@ class SharedPins(PinStore):
 
     def _save(self) -> bool:
         if self.unconfirmed() is not None:
-            self._result = "skipped"
+            self._result, self._stale = "skipped", None  # judged here, not written: the next adoption is whole
             return False
         writes: list[tuple[str, str, str]] = []
         for server in sorted(set(self._tools) | set(self._raw)):
@@ -343,15 +356,15 @@ class SharedPins(PinStore):
             result = self._link.call("pins", "writing the pin store", self._script, keys, args)
             ok, value = int(result[0]), result[1]
         except StoreUnavailable:
-            self._result, self._adopted = "failed", -1
+            self._result, self._adopted, self._stale = "failed", -1, None
             return False
         except (TypeError, ValueError, IndexError) as exc:
             self._link.failed("writing the pin store", exc)
-            self._result, self._adopted = "failed", -1
+            self._result, self._adopted, self._stale = "failed", -1, None
             return False
         if not ok:
             self._refetch(_text(value))
-            self._result, self._adopted = "conflict", -1
+            self._result, self._adopted, self._stale = "conflict", -1, None
             return False
         generation = int(value)
         for server, _, new in writes:
