@@ -66,6 +66,12 @@ class Replica:
         self.process.kill()
         self.process.wait(timeout=10)
 
+    def start_again(self) -> None:
+        """A new process on the same port (after `kill`)."""
+        port = self.url.rsplit(":", 1)[1]
+        self.stderr.clear()
+        self.process, self.url = start_http(self.config, "--port", port, stderr_lines=self.stderr)
+
 
 @dataclass
 class Cluster:
@@ -74,8 +80,20 @@ class Cluster:
     """HAProxy's base URL (`/mcp`, `/sse`, ... through the balancer)."""
     stats_url: str
     haproxy: subprocess.Popen[bytes]
+    folder: Path
     redis_url: str | None = None
     redis: subprocess.Popen[bytes] | None = None
+    redis_persist: bool = False
+
+    def stop_redis(self) -> None:
+        assert self.redis is not None
+        stop(self.redis)
+
+    def start_redis_again(self) -> None:
+        """Redis again on the same port, with what it persisted (if it did)."""
+        assert self.redis_url is not None and self.redis is not None and self.redis.poll() is not None
+        port = int(self.redis_url.rsplit(":", 1)[1].split("/")[0])
+        self.redis, _ = start_redis(self.folder, port, persist=self.redis_persist)
 
     def server_states(self, backend: str = "by_session") -> dict[str, str]:
         """HAProxy's view of each replica in `backend`: gw1 -> UP, DOWN, MAINT..."""
@@ -115,10 +133,23 @@ def replica_config(folder: Path, servers: Mapping[str, Any], **nexus: Any) -> Pa
     return path
 
 
-def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """redis-server on a free loopback port, nothing persisted; (process, redis:// URL) once it answers PING."""
-    port = free_port()
-    options = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(folder)]
+def start_redis(folder: Path, port: int | None = None, *, persist: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """redis-server on `port` (a free one when None) of loopback; (process, redis:// URL) once it answers PING.
+    `persist`: an append-only file in `folder`, as production runs it (a restart keeps the data), else nothing."""
+    port = free_port() if port is None else port
+    appendonly = "yes" if persist else "no"
+    options = [
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        appendonly,
+        "--dir",
+        str(folder),
+    ]
     process = subprocess.Popen(
         [binary("redis-server", "redis-server"), *options],
         stdin=subprocess.DEVNULL,
@@ -189,6 +220,13 @@ def stop(process: subprocess.Popen[Any]) -> None:
             process.wait()
 
 
+def _stop_all(cluster: Cluster) -> None:
+    for replica in cluster.replicas:
+        stop(replica.process)
+    if cluster.redis is not None:
+        stop(cluster.redis)
+
+
 @contextmanager
 def running_cluster(
     folder: Path,
@@ -196,17 +234,19 @@ def running_cluster(
     *,
     replicas: int = 3,
     redis: bool = False,
+    redis_persist: bool = False,
     token: str | None = None,
     check_interval_ms: int = 500,
     **nexus: Any,
 ) -> Iterator[Cluster]:
     """`replicas` gateways named r1, r2, ... (each its own config from `servers(name)` and `nexus` settings, its
-    own state dir), Redis when `redis` (its URL in every replica's `cluster.redis_url`), and HAProxy in front,
+    own state dir), Redis when `redis` (its URL in every replica's `cluster.redis_url`; `redis_persist`: with an
+    append-only file), and HAProxy in front,
     every replica UP in HAProxy's checks. `token`: every replica's bearer token, sent by the health checks too."""
     with ExitStack() as stack:
         redis_process = redis_url = None
         if redis:
-            redis_process, redis_url = start_redis(folder)
+            redis_process, redis_url = start_redis(folder, persist=redis_persist)
             stack.callback(stop, redis_process)
             nexus = {**nexus, "cluster": {**nexus.get("cluster", {}), "redis_url": redis_url}}
         if token is not None:
@@ -232,6 +272,7 @@ def running_cluster(
             token=token,
         )
         stack.callback(stop, haproxy)
-        cluster = Cluster(started, url, stats, haproxy, redis_url, redis_process)
+        cluster = Cluster(started, url, stats, haproxy, folder, redis_url, redis_process, redis_persist)
+        stack.callback(_stop_all, cluster)  # the restarted replicas and Redis too
         cluster.wait_for_states(lambda states: len(states) == replicas and set(states.values()) == {"UP"})
         yield cluster
