@@ -1,6 +1,7 @@
 """The dashboard's routes: server-rendered pages, one form post, and an event stream of upstream health.
 
-/ui, /ui/upstreams   upstreams: health, restarts, last error, tools (live over /ui/events)
+/ui, /ui/upstreams   upstreams: health, restarts, last error, tools (live over /ui/events); POST
+                     /ui/upstreams/sign-in starts the OAuth sign-in of one that needs authorization
 /ui/catalog?q=       the catalog, or the `search_tools` ranking for q with scores and the gate's decision
 /ui/quarantine       quarantined tools with their diff; POST /ui/quarantine/approve pins one (the form
                      names the definition hash shown; a tool changed since is refused, the new diff shown)
@@ -93,7 +94,22 @@ class Dashboard:
         return HTMLResponse(body, status_code=status_code, headers=SECURITY_HEADERS)
 
     async def upstreams(self, request: Request) -> Response:
-        return self.render(request, "upstreams", upstreams=health_of(self.source.upstreams()))
+        return self.render(request, "upstreams", upstreams=health_of(self.source.upstreams()), problem=None)
+
+    async def sign_in(self, request: Request) -> Response:
+        """Start the sign-in of an upstream that waits for one, and send the browser to its authorization page
+        (its redirect comes back to the gateway's loopback listener)."""
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        name, csrf = form.get("name", [""])[0], form.get("csrf", [""])[0]
+        refused = self.login.post_allowed(request.scope, csrf)
+        problem: str | None = refused
+        if refused is None:
+            try:
+                return RedirectResponse(await self.source.sign_in(name), status_code=303)
+            except NexusError as exc:
+                problem = str(exc)
+        rows = health_of(self.source.upstreams())
+        return self.render(request, "upstreams", 403 if refused else 409, upstreams=rows, problem=problem)
 
     async def catalog(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
@@ -199,6 +215,7 @@ def dashboard_app(source: DashboardSource, login: BrowserLogin) -> ASGIApp:
         routes=[
             Route("/", dashboard.upstreams, methods=["GET"]),
             Route("/upstreams", dashboard.upstreams, methods=["GET"]),
+            Route("/upstreams/sign-in", dashboard.sign_in, methods=["POST"]),
             Route("/catalog", dashboard.catalog, methods=["GET"]),
             Route("/quarantine", dashboard.quarantine, methods=["GET"]),
             Route("/quarantine/approve", dashboard.approve, methods=["POST"]),

@@ -64,6 +64,9 @@ class DashboardSource(Protocol):
 
     def trust(self) -> Trust: ...
     def clients(self) -> list[ClientRow]: ...
+    async def sign_in(self, name: str) -> str:
+        """Start the OAuth sign-in of upstream `name` (one that needs authorization); its authorization URL."""
+        ...
 
 
 class GatewaySource:
@@ -127,3 +130,9 @@ class GatewaySource:
 
     def clients(self) -> list[ClientRow]:
         return self._clients()
+
+    async def sign_in(self, name: str) -> str:
+        upstream = self.gateway.pool.get(name)
+        if upstream is None:
+            raise NexusError(f"no upstream named {name!r}")
+        return await upstream.begin_sign_in(self.gateway.pool.spawn)

@@ -1,13 +1,15 @@
 """End to end, as a user runs it: a real authorization server (authlib's) protects an MCP server; the gateway runs
-as `nexus-gateway serve --transport http`; the user runs `nexus-gateway auth login --no-browser` and the test plays
-the browser. Then: calls go through, the short-lived token is renewed without the host noticing, a restarted gateway
-keeps the sign-in, a revoked refresh token turns the upstream to "needs authorization" with the command to run, and
-no token, code or secret is ever seen in clear: not in the logs (debug level), `/healthz`, `/metrics`, the dashboard,
-the CLI's output, or the state dir."""
+as `nexus-gateway serve --transport http` and the test plays the browser. The upstream waits as "needs
+authorization"; the dashboard's Sign in button signs it in (the gateway takes the redirect); calls go through; the
+short-lived token is renewed without the host noticing; a restarted gateway keeps the sign-in; a revoked refresh
+token turns the upstream to "needs authorization" with the command to run; `nexus-gateway auth login
+--no-browser`, run beside the gateway, signs it in again. No token, code or secret is ever seen in clear: not in
+the logs (debug level), `/healthz`, `/metrics`, the dashboard, the CLI's output, or the state dir."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -93,6 +95,18 @@ def stop(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=30)
 
 
+def dashboard_sign_in(base: str) -> None:
+    """The dashboard's Sign in button, then the browser through the authorization page and back."""
+    page = get(f"{base}/ui/upstreams").text
+    match = re.search(r'action="/ui/upstreams/sign-in">\s*<input type="hidden" name="csrf" value="([0-9a-f]+)"', page)
+    assert match is not None, "no Sign in button on the upstreams page"
+    form = {"csrf": match.group(1), "name": "prot"}
+    assert httpx.post(f"{base}/ui/upstreams/sign-in", data=form).status_code == 403  # no Origin: refused
+    answer = httpx.post(f"{base}/ui/upstreams/sign-in", data=form, headers={"Origin": base}, timeout=30)
+    assert answer.status_code == 303 and "/authorize?" in answer.headers["location"]
+    browse(answer.headers["location"])
+
+
 def seen_by_users(base: str) -> str:
     """Everything the gateway shows over HTTP besides MCP: health, metrics, the dashboard's pages."""
     pages = [get(f"{base}/healthz").text, get(f"{base}/metrics").text]
@@ -115,9 +129,7 @@ def test_sign_in_refresh_restart_revocation_and_no_secret_in_clear(tmp_path: Pat
         failed, message = call(base)
         assert failed and f"nexus-gateway auth login prot -c {config}" in message
 
-        stdout, stderr = login(config)  # the running gateway is not involved: the store is shared
-        assert "Signed in to prot (2 tools" in stdout and "renewed automatically" in stdout
-        shown += [stdout, stderr]
+        dashboard_sign_in(base)  # the gateway runs this sign-in itself, the redirect comes back to it
         wait_for_state(base, "healthy")
         assert call(base) == (False, "ada")
 
@@ -142,6 +154,15 @@ def test_sign_in_refresh_restart_revocation_and_no_secret_in_clear(tmp_path: Pat
         assert f"nexus-gateway auth login prot -c {config}" in message
         wait_for_state(base, "needs authorization")
         shown.append(seen_by_users(base))
+
+        stdout, stderr = login(config)  # the running gateway is not involved: the store is shared
+        assert "Signed in to prot (2 tools" in stdout and "renewed automatically" in stdout
+        shown += [stdout, stderr]
+        wait_for_state(base, "healthy")
+        assert call(base) == (False, "ada")
+        assert auth.grants.count("authorization_code") == 2
+        auth.revoke_all(refresh=True)
+        assert call(base)[0]
         status = subprocess.run(
             [sys.executable, "-m", "nexus_gateway", "auth", "status", "-c", str(config), "--json"],
             capture_output=True,
