@@ -4,13 +4,17 @@ client span's `traceparent` in `params._meta`. Spans go to the SDK's in-memory e
 
 from __future__ import annotations
 
+import http.server
 import json
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -19,7 +23,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from nexus_gateway import tracing
 from nexus_gateway.config import TracingSettings
 from nexus_gateway.upstreams.pool import Upstream
-from tests.conftest import ROOT, make_config, running_gateway, text_of
+from tests.conftest import ROOT, make_config, running_gateway, start_gateway_http, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 META = {"command": sys.executable, "args": [str(ROOT / "tests" / "servers" / "meta_server.py")]}
@@ -123,3 +127,53 @@ def test_tracing_takes_true_or_an_object_and_stays_off_by_default(tmp_path: Path
     assert make_config(tmp_path, {}).nexus.tracing is False
     on = make_config(tmp_path, {}, tracing={"otlp_endpoint": "http://127.0.0.1:4318"}).nexus.tracing
     assert isinstance(on, TracingSettings) and on.otlp_endpoint == "http://127.0.0.1:4318" and bool(on)
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver: every exported span, decoded, in `spans` (name, kind, attributes)."""
+
+    spans: list[tuple[str, int, dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        body = self.rfile.read(int(self.headers["content-length"]))
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    values = {kv.key: kv.value.string_value for kv in span.attributes}
+                    type(self).spans.append((span.name, span.kind, values))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_an_http_gateway_exports_its_spans_over_otlp_with_the_session_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A real `serve --transport http` process, `tracing: {otlp_endpoint}`, a real OTLP/HTTP receiver."""
+    collector = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # the batch processor exports every 50 ms
+    endpoint = f"http://127.0.0.1:{collector.server_address[1]}"
+    config = write_config(tmp_path, {"meta": META}, mode="passthrough", tracing={"otlp_endpoint": endpoint})
+    process, url = start_gateway_http(config)
+    try:
+        with anyio.fail_after(30):
+            async with Client(f"{url}/mcp", mode="legacy", cache=None) as client:
+                result = await client.call_tool("meta__show_meta", {"text": "hi"})
+            while not any(name == "tools/call meta__show_meta" for name, _, _ in _Collector.spans):
+                await anyio.sleep(0.05)  # polling the receiver: bounded by fail_after
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+        collector.shutdown()
+    assert not result.is_error, text_of(result)
+    server = [attrs for name, kind, attrs in _Collector.spans if name == "tools/call meta__show_meta"]
+    client_side = [attrs for name, kind, attrs in _Collector.spans if name == "tools/call show_meta"]
+    assert len(server) == 1 and server[0]["network.transport"] == "tcp" and server[0]["mcp.session.id"], server
+    assert len(client_side) == 1 and client_side[0]["nexus.upstream"] == "meta", _Collector.spans
