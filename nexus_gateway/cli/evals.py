@@ -406,6 +406,7 @@ def eval_arguments(
         str | None, typer.Option(help="With --backend openai: the server's API root (http://127.0.0.1:8080/v1).")
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="With --backend openai: its bearer token.")] = None,
+    timeout: Annotated[float, typer.Option(min=1, help="With --backend openai: seconds one request may take.")] = 300,
     compare_local: Annotated[
         bool,
         typer.Option(
@@ -423,7 +424,8 @@ def eval_arguments(
 
     chosen = check_mode(mode)
     pool, loaded = _load(tools, cases, [], limit, seed, offset)
-    server = {"backend": backend, "base_url": base_url, "api_key": api_key} if backend != "local" else {}
+    server = {"backend": backend, "base_url": base_url, "api_key": api_key, "timeout": timeout}
+    server = server if backend != "local" else {}
     settings = engine_settings(None, model=model, **server)
     from rich.progress import Progress
 
