@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nexus_gateway.bench._cluster import MissingBinary, binary
+from nexus_gateway.bench.cluster.processes import MissingBinary, binary
 from nexus_gateway.config import load_config, parse_config
 from nexus_gateway.deploy.haproxy import SHIPPED_SERVERS, Balancer, main, render
 from tests.conftest import ROOT

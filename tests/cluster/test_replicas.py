@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from nexus_gateway.bench._cluster import Cluster, MissingBinary, binary, running_cluster
+from nexus_gateway.bench.cluster.processes import Cluster, MissingBinary, binary, running_cluster
 from tests.conftest import text_of
 
 pytestmark = pytest.mark.anyio

@@ -1,7 +1,7 @@
 """What a cluster adds to tools/call: gateway replicas behind HAProxy (with Redis as their shared store) against
 one gateway called directly, on loopback.
 
-It starts everything itself (`_cluster.py`): Redis when `redis-server` is installed, three replicas
+It starts everything itself (`processes.py`): Redis when `redis-server` is installed, three replicas
 (`serve --transport http`, passthrough, in front of the echo upstream, `cluster.redis_url` set when Redis runs),
 one HAProxy per replica count (1, 2, 3) over them, and a single gateway with the single-machine default (files in
 its state directory, no Redis). Phases:
@@ -36,7 +36,8 @@ from typing import Any, Literal
 import anyio
 from mcp import Client
 
-from nexus_gateway.bench._cluster import (
+from nexus_gateway.bench._serve import start_http
+from nexus_gateway.bench.cluster.processes import (
     Cluster,
     MissingBinary,
     binary,
@@ -45,9 +46,8 @@ from nexus_gateway.bench._cluster import (
     start_haproxy,
     stop,
 )
-from nexus_gateway.bench._serve import start_http
 
-ECHO = [sys.executable, str(Path(__file__).resolve().parent / "echo_server.py")]
+ECHO = [sys.executable, str(Path(__file__).resolve().parent.parent / "echo_server.py")]
 TOOL = "echo__echo"
 CALL = {"text": "ping"}
 Era = Literal["modern", "legacy"]
