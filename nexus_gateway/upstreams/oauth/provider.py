@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 REFRESH_AHEAD = 60.0
 """Refresh a token this many seconds before it expires (at most half its lifetime)."""
 _LOCK_WAIT = 30.0
+_WANTED_SCOPE = "wanted_scope"
 _STORE_POLL = 2.0
 """How often an upstream waiting for a sign-in looks at the store (a sign-in made by another process)."""
 
@@ -171,9 +172,12 @@ class _Storage:
         record.client = client_info.model_dump(mode="json", exclude_none=True)
         self.store.save(self.name, record)
 
-    def forget_tokens(self, needs: str | None, *, unless_renewed_from: str | None = None) -> None:
+    def forget_tokens(
+        self, needs: str | None, *, unless_renewed_from: str | None = None, wanted_scope: str | None = None
+    ) -> None:
         """Drop the stored tokens (they were refused), saying why a sign-in is needed. `unless_renewed_from`: only
-        if the stored refresh token is still that one (else another process has renewed the sign-in)."""
+        if the stored refresh token is still that one (else another process has renewed the sign-in).
+        `wanted_scope`: what the server asked for (a step-up's scopes), for the next sign-in to ask for."""
         record = self.record()
         stored = (record.tokens or {}).get("refresh_token")
         if unless_renewed_from is not None and stored is not None and stored != unless_renewed_from:
@@ -181,7 +185,14 @@ class _Storage:
         record.tokens = None
         record.expires_at = None
         record.needs = needs
+        if wanted_scope:
+            record.extra[_WANTED_SCOPE] = wanted_scope
         self.store.save(self.name, record)
+
+    def wanted_scope(self) -> str | None:
+        """The scopes the server last asked for when a sign-in became required (a step-up's), if any."""
+        wanted = self.record().extra.get(_WANTED_SCOPE)
+        return wanted if isinstance(wanted, str) else None
 
 
 class UpstreamAuth(OAuthClientProvider):
@@ -277,7 +288,7 @@ class UpstreamAuth(OAuthClientProvider):
             if self.required is None:
                 self.required = "the server asks for a sign-in"
             self._rejected = self.context.current_tokens.access_token if self.context.current_tokens else None
-            self.storage.forget_tokens(self.required)
+            self.storage.forget_tokens(self.required, wanted_scope=self.context.client_metadata.scope)
             raise AuthorizationRequired(self.needs_sign_in())
         await self.interaction.show(url)
 
@@ -296,7 +307,10 @@ class UpstreamAuth(OAuthClientProvider):
         self._initialized = True
 
     async def _perform_authorization(self) -> httpx2.Request:
-        self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self._configured_scope)
+        """The configured scopes, and those the server asked for when the running gateway had to stop (a step-up's:
+        the challenge a sign-in meets, at connecting, names only the first ones), asked for besides."""
+        scope = union_scopes(self.context.client_metadata.scope, self._configured_scope)
+        self.context.client_metadata.scope = union_scopes(scope, self.storage.wanted_scope())
         return await super()._perform_authorization()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:

@@ -47,6 +47,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 SCOPE = "mcp"
+ADMIN = "admin"
+"""The scope the `admin_only` tool needs beyond `mcp`: a call without it is a step-up (403 insufficient_scope)."""
 USER = "ada"
 
 
@@ -65,7 +67,7 @@ class Client(ClientMixin):
         return self.redirect_uris[0]
 
     def get_allowed_scope(self, scope: str) -> str:
-        return " ".join(part for part in (scope or "").split() if part == SCOPE)
+        return " ".join(part for part in (scope or "").split() if part in (SCOPE, ADMIN))
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
         return redirect_uri in self.redirect_uris
@@ -456,6 +458,10 @@ class AuthServer:
         form = parse_qsl((await request.body()).decode())
         return self._server.create_endpoint_response("revocation", _Request(request, form)).starlette()
 
+    def app(self) -> Any:
+        """The ASGI app: the protected MCP server at `/mcp` and the authorization server's routes."""
+        return _StepUp(self.protected_mcp().streamable_http_app(), self)
+
     def protected_mcp(self) -> MCPServer:
         """The MCP server this authorization server protects, with the authorization server's routes beside it."""
         owner = self
@@ -485,12 +491,56 @@ class AuthServer:
             """Echo the text."""
             return text
 
+        @mcp.tool()
+        def admin_only() -> str:
+            """Needs the admin scope."""
+            return "admin"
+
         mcp.custom_route("/.well-known/oauth-authorization-server", ["GET"])(self._metadata)
         mcp.custom_route("/authorize", ["GET"])(self._authorize)
         mcp.custom_route("/token", ["POST"])(self._token)
         mcp.custom_route("/register", ["POST"])(self._register)
         mcp.custom_route("/revoke", ["POST"])(self._revoke)
         return mcp
+
+
+class _StepUp:
+    """Answers a call of `admin_only` whose token lacks the admin scope with 403 insufficient_scope (a step-up)."""
+
+    def __init__(self, app: Any, auth: AuthServer) -> None:
+        self._app = app
+        self._auth = auth
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await self._app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        token = dict(scope["headers"]).get(b"authorization", b"").decode().removeprefix("Bearer ")
+        granted = self._auth.verify(token) if token else None
+        try:
+            called = json.loads(body).get("params", {}).get("name")
+        except (ValueError, AttributeError):
+            called = None
+        if called == "admin_only" and granted is not None and ADMIN not in granted.scopes:
+            metadata = f"{self._auth.issuer}/.well-known/oauth-protected-resource/mcp"
+            challenge = f'Bearer error="insufficient_scope", scope="{SCOPE} {ADMIN}", resource_metadata="{metadata}"'
+            await Response("", status_code=403, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self._app(scope, replay, send)
 
 
 def _opaque(client: Any, grant_type: str, user: Any = None, scope: Any = None) -> str:
@@ -505,7 +555,7 @@ def query_of(url: str) -> dict[str, str]:
 async def running_auth_server(port: int, *, access_lifetime: int = 3600) -> AsyncIterator[AuthServer]:
     """The authorization server and its protected MCP server (at `/mcp`), served on 127.0.0.1:`port` until exit."""
     auth = AuthServer(f"http://127.0.0.1:{port}", access_lifetime=access_lifetime)
-    app = auth.protected_mcp().streamable_http_app()
+    app = auth.app()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
@@ -523,9 +573,7 @@ async def running_auth_server(port: int, *, access_lifetime: int = 3600) -> Asyn
 def threaded_auth_server(port: int, *, access_lifetime: int = 3600) -> Iterator[AuthServer]:
     """`running_auth_server` in a thread of its own, for a test that blocks (on processes it runs)."""
     auth = AuthServer(f"http://127.0.0.1:{port}", access_lifetime=access_lifetime)
-    config = uvicorn.Config(
-        auth.protected_mcp().streamable_http_app(), host="127.0.0.1", port=port, log_level="error", lifespan="on"
-    )
+    config = uvicorn.Config(auth.app(), host="127.0.0.1", port=port, log_level="error", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="auth server", daemon=True)
     thread.start()

@@ -156,7 +156,7 @@ def test_sign_in_refresh_restart_revocation_and_no_secret_in_clear(tmp_path: Pat
         shown.append(seen_by_users(base))
 
         stdout, stderr = login(config)  # the running gateway is not involved: the store is shared
-        assert "Signed in to prot (2 tools" in stdout and "renewed automatically" in stdout
+        assert "Signed in to prot (3 tools" in stdout and "renewed automatically" in stdout
         shown += [stdout, stderr]
         wait_for_state(base, "healthy")
         assert call(base) == (False, "ada")

@@ -97,7 +97,7 @@ async def test_after_a_sign_in_the_waiting_upstream_connects_and_serves_calls(tm
     cfg = config(tmp_path, auth)
     async with gateway_of(cfg) as (_, host, upstream):
         outcome = await signed_in(cfg)
-        assert (outcome.asked, outcome.tools, outcome.refreshable) == (True, 2, True)
+        assert (outcome.asked, outcome.tools, outcome.refreshable) == (True, 3, True)
         await healthy(upstream)
         result = await host.call_tool("prot__whoami", {})
         assert text_of(result) == "ada"
@@ -128,7 +128,7 @@ async def test_a_pre_registered_client_signs_in_with_its_secret_and_asks_for_the
         tmp_path, auth, redirect_port=port, client_id=client.client_id, client_secret=client.client_secret, scopes=["x"]
     )
     outcome = await signed_in(cfg)
-    assert outcome.asked and outcome.tools == 2
+    assert outcome.asked and outcome.tools == 3
     assert auth.registrations == 0 and auth.token_auth == ["basic"]
     assert auth.authorize_requests[0]["client_id"] == client.client_id
     assert set(auth.authorize_requests[0]["scope"].split()) == {"mcp", "x"}
@@ -290,3 +290,17 @@ async def test_a_host_that_declines_the_sign_in_gets_the_command_to_run(tmp_path
             result = await host.call_tool("prot__whoami", {})
     assert result.is_error and f"nexus-gateway auth login prot -c {cfg.path}" in text_of(result)
     assert auth.grants == []
+
+
+async def test_a_step_up_the_running_gateway_meets_is_asked_for_by_the_next_sign_in(tmp_path: Path, auth: AuthServer):
+    cfg = config(tmp_path, auth)
+    await signed_in(cfg)
+    async with gateway_of(cfg) as (_, host, upstream):
+        await healthy(upstream)
+        result = await host.call_tool("prot__admin_only", {})  # 403 insufficient_scope: the admin scope too
+        assert result.is_error and "needs authorization" in text_of(result)
+        await signed_in(cfg)  # asks for `mcp admin`, though connecting is challenged for `mcp` only
+        await healthy(upstream)
+        assert text_of(await host.call_tool("prot__admin_only", {})) == "admin"
+    assert set(auth.authorize_requests[-1]["scope"].split()) == {"mcp", "admin"}
+    assert len(auth.authorize_requests) == 2  # the running gateway asked nobody itself
