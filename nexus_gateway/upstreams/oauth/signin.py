@@ -33,7 +33,8 @@ from mcp.shared.exceptions import MCPError
 from nexus_gateway.config import RemoteServer
 from nexus_gateway.errors import NexusError
 from nexus_gateway.upstreams.callbacks import HostLink
-from nexus_gateway.upstreams.oauth.provider import UpstreamAuth, settings_of
+from nexus_gateway.upstreams.oauth._storage import settings_of
+from nexus_gateway.upstreams.oauth.provider import UpstreamAuth
 from nexus_gateway.upstreams.oauth.store import SignInStore
 from nexus_gateway.upstreams.remote import open_remote
 
