@@ -213,14 +213,16 @@ async def _measure(
         cluster_calls = calls + warmup  # the warm-up calls through HAProxy are inside the window too
         # Each replica's counter covers every call it served: through HAProxy and (r1) directly.
         replica_calls = cluster_calls * 2
-        idle = await _idle_commands(cluster.redis_url, measured_s)
+        idle_store, idle_redis = await _idle(cluster.redis_url, replicas, measured_s)
         by_use = _delta(store_after, store_before)
         round_trips[era] = {
+            "seconds": round(measured_s, 2),
+            "replica_calls": replica_calls,
             "store_round_trips": None if by_use is None else sum(by_use.values()),
             "store_round_trips_by_use": by_use,
-            "replica_calls": replica_calls,
+            "store_round_trips_idle_same_time": idle_store,
             "redis_commands": None if redis_before is None or redis_after is None else redis_after - redis_before - 1,
-            "redis_commands_idle_same_time": idle,
+            "redis_commands_idle_same_time": idle_redis,
         }
     throughput = await _throughput(balancers, clients, throughput_calls, rounds)
     modern = by_era["modern"]
@@ -229,6 +231,7 @@ async def _measure(
         "cluster_ms_p50": modern["cluster_ms_p50"],
         "added_ms_p50": modern["added_ms_p50"],
         "redis_round_trips_per_call": _per_call(round_trips["modern"]),
+        "redis_round_trips_per_call_with_background": _with_background(round_trips["modern"]),
         "calls_per_s": throughput,
         "by_era": by_era,
         "redis": round_trips,
@@ -236,25 +239,40 @@ async def _measure(
     }
 
 
-async def _idle_commands(redis_url: str | None, seconds: float) -> int | None:
-    """Redis commands over `seconds` with no calls (the replicas' background traffic), less the INFOs."""
-    before = _redis_commands(redis_url)
-    if before is None:
-        return None
-    await anyio.sleep(min(seconds, 10.0))
-    after = _redis_commands(redis_url)
-    assert after is not None
-    return round((after - before - 1) * seconds / min(seconds, 10.0))
+async def _idle(redis_url: str | None, replicas: Sequence[str], seconds: float) -> tuple[int | None, int | None]:
+    """The store's round trips and Redis's commands (less the INFOs) over `seconds` with no calls: the replicas'
+    background traffic, whatever the calls (sampled for up to 10 s and scaled)."""
+    sampled = min(seconds, 10.0)
+    store_before, redis_before = _store_round_trips(replicas), _redis_commands(redis_url)
+    await anyio.sleep(sampled)
+    store_after, redis_after = _store_round_trips(replicas), _redis_commands(redis_url)
+    by_use = _delta(store_after, store_before)
+    store = None if by_use is None else round(sum(by_use.values()) * seconds / sampled)
+    redis = (
+        None
+        if redis_before is None or redis_after is None
+        else round((redis_after - redis_before - 1) * seconds / sampled)
+    )
+    return store, redis
 
 
 def _per_call(counts: dict[str, Any]) -> float | None:
-    """Round trips per tools/call: the store's own count if it keeps one, else Redis's commands less its idle ones."""
+    """Round trips per tools/call on the hot path: those of the measured window less the background ones of an idle
+    window as long (never below 0); from the store's own counter when it keeps one, else from Redis's commands."""
     calls = counts["replica_calls"]
-    if counts["store_round_trips"] is not None:
-        return round(counts["store_round_trips"] / calls, 4)
-    if counts["redis_commands"] is not None:
-        return round(max(counts["redis_commands"] - (counts["redis_commands_idle_same_time"] or 0), 0) / calls, 4)
+    for during, idle in (
+        ("store_round_trips", "store_round_trips_idle_same_time"),
+        ("redis_commands", "redis_commands_idle_same_time"),
+    ):
+        if counts[during] is not None:
+            return round(max(counts[during] - (counts[idle] or 0), 0) / calls, 4)
     return None
+
+
+def _with_background(counts: dict[str, Any]) -> float | None:
+    """Every round trip of the measured window over its calls: an upper bound (the background ticks included)."""
+    during = counts["store_round_trips"] if counts["store_round_trips"] is not None else counts["redis_commands"]
+    return None if during is None else round(during / counts["replica_calls"], 4)
 
 
 def run_cluster_bench(
