@@ -2,6 +2,7 @@
 errors it gives for a server that is down or answers garbage (the real server: test_remote_server.py)."""
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,11 @@ async def test_scoring_without_log_probabilities_says_what_the_server_needs():
             await engine.request_likelihoods(list(tool_records([WEATHER]).values()), "Paris weather")
 
 
-async def test_run_against_an_unreachable_server_is_an_error_result_and_the_gateway_keeps_serving(tmp_path: Path):
+async def test_run_against_an_unreachable_server_is_an_error_result_and_the_gateway_keeps_serving(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """run_mode splice (the default) on a remote backend prefills the schema, and the log says so."""
+    caplog.set_level(logging.INFO, logger="nexus_gateway.meta.run")
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     notes = stdio_entry(str(EXAMPLES / "servers" / "notes_server.py"))
     config = make_config(
@@ -143,6 +148,7 @@ async def test_run_against_an_unreachable_server_is_an_error_result_and_the_gate
             failed = await client.call_tool("run", {"request": "create a note called groceries saying buy milk"})
             found = await client.call_tool("search_tools", {"query": "create a note"})
         loaded = MetaTools.of(gateway).engine_loaded  # the remote engine is up; only its server is not
+    assert "KV-block splicing needs the local engine" in caplog.text
     assert loaded and failed.is_error and "cannot reach the inference server at " + url in text_of(failed), text_of(
         failed
     )
