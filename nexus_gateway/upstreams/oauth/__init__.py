@@ -11,12 +11,13 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from nexus_gateway.config import GatewayConfig, RemoteServer, ServerSpec
 from nexus_gateway.upstreams.oauth.provider import UpstreamAuth, wants_oauth
 from nexus_gateway.upstreams.oauth.signin import GatewaySignIn
-from nexus_gateway.upstreams.oauth.store import SignInStore, open_store
+from nexus_gateway.upstreams.oauth.store import SignInRecord, SignInStore, open_store
 
 __all__ = ["OAuthUpstreams", "sign_in_command"]
 
@@ -41,6 +42,10 @@ class OAuthUpstreams:
             self._store = open_store(self.state_dir)
         return self._store
 
+    def _lazy(self) -> SignInStore:
+        """The store, opened on first use (a config of servers that never sign in never opens it)."""
+        return _LazyStore(lambda: self.store)
+
     @property
     def lock_dir(self) -> Path:
         return self.state_dir / "oauth"
@@ -50,8 +55,29 @@ class OAuthUpstreams:
         if not isinstance(spec, RemoteServer) or not wants_oauth(spec):
             return None
         command = sign_in_command(name, self._config.path)
-        auth = UpstreamAuth(name, spec, self.store, lock_dir=self.lock_dir, sign_in_command=command)
+        store = self._lazy()
+        auth = UpstreamAuth(name, spec, store, lock_dir=self.lock_dir, sign_in_command=command)
         sign_in = GatewaySignIn(
-            name, spec, self.store, lock_dir=self.lock_dir, sign_in_command=command, signed_in=auth.signed_in
+            name, spec, store, lock_dir=self.lock_dir, sign_in_command=command, signed_in=auth.signed_in
         )
         return auth, sign_in
+
+
+class _LazyStore:
+    """A `SignInStore` opened when first used."""
+
+    def __init__(self, open_store: Callable[[], SignInStore]) -> None:
+        self._open = open_store
+
+    @property
+    def where(self) -> str:
+        return self._open().where
+
+    def load(self, name: str, url: str) -> SignInRecord | None:
+        return self._open().load(name, url)
+
+    def save(self, name: str, record: SignInRecord) -> None:
+        self._open().save(name, record)
+
+    def delete(self, name: str, url: str) -> bool:
+        return self._open().delete(name, url)

@@ -129,6 +129,7 @@ class UpstreamAuth(OAuthClientProvider):
         """The access token the server refused when a sign-in became required (a new one ends the wait)."""
         self._signed_in = anyio.Event()
         self._looked = 0.0
+        self._challenged_once = False
         metadata = OAuthClientMetadata(
             client_name="nexus-gateway",
             redirect_uris=[AnyUrl(redirect_uri(settings))],
@@ -260,7 +261,15 @@ class UpstreamAuth(OAuthClientProvider):
         return True
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        answered: httpx2.Response | None = None
         if not self._initialized:
+            if not self._challenged_once:
+                # Until a server has asked for OAuth, its requests go out as they are and the store is left alone
+                # (a locked OS keyring would otherwise ask to be unlocked for servers that never sign in).
+                answered = yield request
+                if not _challenged(answered):
+                    return
+                self._challenged_once = True
             async with self.context.lock:
                 if not self._initialized:
                     await self._initialize()
@@ -270,7 +279,6 @@ class UpstreamAuth(OAuthClientProvider):
                 if not self._adopt_stored() and self._due():
                     response = yield await self._refresh_token()
                     await self._handle_refresh_response(response)
-        answered: httpx2.Response | None = None
         if self.context.is_token_valid():
             self._add_auth_header(request)
             answered = yield request

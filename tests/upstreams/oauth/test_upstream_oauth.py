@@ -304,3 +304,38 @@ async def test_a_step_up_the_running_gateway_meets_is_asked_for_by_the_next_sign
         assert text_of(await host.call_tool("prot__admin_only", {})) == "admin"
     assert set(auth.authorize_requests[-1]["scope"].split()) == {"mcp", "admin"}
     assert len(auth.authorize_requests) == 2  # the running gateway asked nobody itself
+
+
+async def test_a_remote_upstream_that_never_asks_for_oauth_never_opens_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    import nexus_gateway.upstreams.oauth as oauth_package
+
+    opened: list[Path] = []
+    monkeypatch.setattr(oauth_package, "open_store", lambda state_dir: opened.append(state_dir))
+    plain = MCPServer("plain")
+
+    @plain.tool()
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(plain.streamable_http_app(), host="127.0.0.1", port=port, log_level="error"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        entry = {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+        cfg = make_config(tmp_path, {"plain": entry}, mode="passthrough", run=False, embedder="hashing")
+        async with Gateway(cfg) as gateway:
+            with anyio.fail_after(20):
+                await gateway.wait_ready()
+            async with Client(build_server(gateway), mode="legacy", cache=None) as host:  # type: ignore[arg-type]
+                assert text_of(await host.call_tool("plain__echo", {"text": "hi"})) == "hi"
+        server.should_exit = True
+    assert opened == []
