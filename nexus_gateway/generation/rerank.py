@@ -26,6 +26,9 @@ from nexus_gateway.engine import Engine
 DEFAULT_K = 5
 WEIGHT = 1.0
 """How much the model's evidence counts against retrieval's (both standardized)."""
+DECISIVE_LEAD = 1.0
+"""How far (in standardized units) the best fused candidate must be ahead of the second for the choice to be
+taken without asking (`Reranked.decisive`); closer than that, `run` proposes it with the others."""
 
 
 def standardized(values: Sequence[float]) -> list[float]:
@@ -56,11 +59,29 @@ class Reranked:
     ms: float
     decoded_tokens: int
 
+    @property
+    def lead(self) -> float:
+        """How far the best fused candidate is ahead of the second; infinite with one candidate."""
+        ordered = sorted(self.fused, reverse=True)
+        return ordered[0] - ordered[1] if len(ordered) > 1 else float("inf")
+
+    def decisive(self, lead: float = DECISIVE_LEAD) -> bool:
+        """Whether the choice stands clear of the other candidates: retrieval and the model agree on it, or
+        it leads the second by `lead`. When two tools fit a request about equally (`read_file` of two
+        servers, `geocode` and `reverse_geocode`), which one the fused score puts first is close to chance."""
+        if self.choice is None:
+            return False
+        agrees = (
+            self.candidates[0] == self.choice and max(range(len(self.likelihood)), key=self.likelihood.__getitem__) == 0
+        )
+        return agrees or self.lead >= lead
+
     def trace(self) -> dict[str, Any]:
         return {
             "reranked": True,
             "candidates": list(self.candidates),
             "choice": self.choice,
+            "lead": round(self.lead, 3) if len(self.fused) > 1 else None,
             "scores": [
                 {"name": name, "retrieval": round(r, 4), "likelihood": round(m, 3), "fused": round(f, 3)}
                 for name, r, m, f in zip(self.candidates, self.retrieval, self.likelihood, self.fused, strict=True)

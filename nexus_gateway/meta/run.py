@@ -293,7 +293,9 @@ class Runner:
         wants a time), proposed with the others when the best one was only doubtful (an echo, a path it
         does not take: the re-ranker's evidence still points to it, so a lower-ranked tool is a guess);
         else the best one proposed with the others when it is proposable; else None (the candidates come
-        back).
+        back). A sure best candidate that does not stand clear of the second (`Reranked.decisive`) is called
+        only when the second is not sure as well; when both are, it is proposed with the others ("read
+        ~/notes/todo.md": a documentation tool takes a path as surely as `read_text_file`).
 
         A value the request does not support is first decoded again among the request's own values of
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
@@ -328,7 +330,15 @@ class Runner:
         checked = [top]
         choice: Choice | None = None
         if top.sure:
-            choice, trace["routing"] = Choice(top), "reranked"
+            rival = None if reranked.decisive() else await fill(order[1], tighten=True)
+            if rival is not None:
+                checked.append(rival)
+            if rival is None or not rival.sure:
+                choice, trace["routing"] = Choice(top), "reranked"
+            else:  # another tool scores about as well and the request fills it as surely: the host says which
+                why = f"{rival.record.name} fits the request about as well, so check which one is meant"
+                others = tuple(result for result in order if result.name != top.record.name)
+                choice, trace["routing"] = Choice(top, why, others), "close"
         else:
             for result in order[1:FILL_CHECKS]:
                 checked.append(await fill(result, tighten=True))

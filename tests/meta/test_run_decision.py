@@ -223,3 +223,22 @@ async def test_a_tool_that_takes_none_of_the_requests_paths_is_not_called_and_on
     structured = await run(core, Generator(plain, {}), Engine({"hello__debug": -9.0}), request)
     assert core.called == [] and structured["status"] == "proposed", structured
     assert "takes none of the request's values (/tmp/hello.txt)" in structured["doubt"]
+
+
+async def test_a_sure_fill_is_proposed_not_called_when_another_tool_fits_about_as_well():
+    """Two tools take the path and the model scores them alike: which one is meant is the host's call."""
+    TOOLS["other__read_file"] = {"properties": {"path": {"type": "string"}}, "required": ["path"]}
+    try:
+        fills = {"files__read_text_file": {"path": "/tmp/a.txt"}, "other__read_file": {"path": "/tmp/a.txt"}}
+        close = Engine({"files__read_text_file": -10.0, "other__read_file": -10.1, "hello__debug": -30.0})
+        ranked = [("other__read_file", 0.50), ("files__read_text_file", 0.49), ("hello__debug", 0.2)]
+        structured = await run(Core(ranked), Generator(fills, {}), close, "read /tmp/a.txt")
+        assert structured["status"] == "proposed" and structured["trace"]["routing"] == "close", structured
+        assert "about as well" in structured["doubt"]
+        assert {c["name"] for c in structured["candidates"]} >= {"files__read_text_file", "other__read_file"}
+
+        clear = Engine({"files__read_text_file": -4.0, "other__read_file": -20.0, "hello__debug": -30.0})
+        structured = await run(Core(ranked), Generator(fills, {}), clear, "read /tmp/a.txt")
+        assert structured["status"] == "called" and structured["trace"]["tool"] == "files__read_text_file", structured
+    finally:
+        del TOOLS["other__read_file"]
