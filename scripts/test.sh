@@ -6,8 +6,8 @@
 # 1. System packages the tests use, installed from the distribution when missing (Debian/Ubuntu: apt-get, as root
 #    or through `sudo -n`): chromium at /usr/bin/chromium (the dashboard's browser test), nodejs + npm (npx starts
 #    npm servers), git (mcp-server-git), a C/C++ compiler (llama-cpp-python builds from source on the first
-#    install), Python's venv and haproxy (tests/cluster/). Where it cannot install one it says so and goes on: the tests that need it fail
-#    with a message naming it. NEXUS_TEST_SETUP=0 skips this step.
+#    install), Python's venv, haproxy and redis-server (tests/cluster/, tests/state/). Where it cannot install one it
+#    says so and goes on: the tests that need it fail with a message naming it. NEXUS_TEST_SETUP=0 skips this step.
 # 2. A virtual environment ($NEXUS_VENV, default .venv) with `pip install -e '.[dev]'`.
 # 3. pytest with the arguments given.
 set -euo pipefail
@@ -35,7 +35,7 @@ why() {
         build-essential) echo "llama-cpp-python compiles on its first install: it needs a C/C++ compiler" ;;
         python3-venv) echo "the virtual environment needs Python's venv and ensurepip" ;;
         haproxy) echo "tests/cluster/ runs gateway replicas behind HAProxy" ;;
-        redis-server) echo "tests/state/ shares the gateway's state (pins, vectors) between replicas in a real Redis" ;;
+        redis-server) echo "tests/state/ and tests/cluster/ share the gateway's state (pins, vectors) between replicas in a real Redis" ;;
     esac
 }
 
