@@ -76,6 +76,9 @@ def test_the_compose_cluster_profile_runs_three_replicas_haproxy_redis_and_an_in
     assert "llama_cpp.server" in services["inference"]["command"][-1]
     assert "llama-cpp-python[server]" in replicas[0]["build"]["args"]["EXTRA_PACKAGES"]
     assert "--logits_all true" in services["inference"]["command"][-1]
+    redis = services["redis"]
+    assert redis["command"][redis["command"].index("--appendonly") + 1] == "yes"
+    assert redis["volumes"][0].split(":")[0] in yaml.safe_load((ROOT / "docker-compose.yml").read_text())["volumes"]
     volume = services["haproxy"]["volumes"][0].split(":")
     assert (ROOT / volume[0]).resolve() == ROOT / "deploy" / "haproxy" / "haproxy.cfg"
     assert volume[1] == "/usr/local/etc/haproxy/haproxy.cfg"  # where the haproxy image reads it
@@ -108,7 +111,12 @@ def test_the_kubernetes_manifests_parse_and_each_name_they_use_exists(tmp_path: 
         spec = deployment["spec"]
         assert spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
         for volume in spec["template"]["spec"].get("volumes", []):
-            assert volume["configMap"]["name"] in maps
+            if "configMap" in volume:
+                assert volume["configMap"]["name"] in maps
+            else:
+                assert volume["persistentVolumeClaim"]["claimName"] in by_kind["PersistentVolumeClaim"]
+    redis = deployments["redis"]["spec"]["template"]["spec"]["containers"][0]
+    assert redis["args"][redis["args"].index("--appendonly") + 1] == "yes"  # approvals survive a restart
 
     gateway = deployments["nexus-gateway"]
     assert gateway["spec"]["replicas"] == 3
