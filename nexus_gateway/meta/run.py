@@ -295,7 +295,9 @@ class Runner:
         else the best one proposed with the others when it is proposable; else None (the candidates come
         back). A sure best candidate that does not stand clear of the second (`Reranked.decisive`) is called
         only when the second is not sure as well; when both are, it is proposed with the others ("read
-        ~/notes/todo.md": a documentation tool takes a path as surely as `read_text_file`).
+        ~/notes/todo.md": a documentation tool takes a path as surely as `read_text_file`). So is a sure best
+        candidate that takes nothing from the request when the second takes something ("show me the columns
+        of the customers table": `list_tables {}` against `describe_table {"table_name": "customers"}`).
 
         A value the request does not support is first decoded again among the request's own values of
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
@@ -330,13 +332,22 @@ class Runner:
         checked = [top]
         choice: Choice | None = None
         if top.sure:
-            rival = None if reranked.decisive() else await fill(order[1], tighten=True)
-            if rival is not None:
+            decisive, rival = reranked.decisive(), None
+            if (not decisive or not top.grounding.evidence) and len(order) > 1:
+                rival = await fill(order[1], tighten=True)
                 checked.append(rival)
-            if rival is None or not rival.sure:
+            contested = (
+                rival is not None and rival.sure and (not decisive or rival.grounding.evidence > top.grounding.evidence)
+            )
+            if not contested:
                 choice, trace["routing"] = Choice(top), "reranked"
-            else:  # another tool scores about as well and the request fills it as surely: the host says which
-                why = f"{rival.record.name} fits the request about as well, so check which one is meant"
+            else:  # another tool fits about as well, or takes values of the request the best one leaves out
+                assert rival is not None
+                why = (
+                    f"{rival.record.name} fits the request about as well, so check which one is meant"
+                    if not decisive
+                    else f"{rival.record.name} takes values of the request that {top.record.name} leaves out"
+                )
                 others = tuple(result for result in order if result.name != top.record.name)
                 choice, trace["routing"] = Choice(top, why, others), "close"
         else:

@@ -242,3 +242,22 @@ async def test_a_sure_fill_is_proposed_not_called_when_another_tool_fits_about_a
         assert structured["status"] == "called" and structured["trace"]["tool"] == "files__read_text_file", structured
     finally:
         del TOOLS["other__read_file"]
+
+
+async def test_a_best_tool_that_takes_nothing_from_the_request_is_proposed_when_the_second_takes_something():
+    TOOLS["db__list_tables"] = {"properties": {}}
+    TOOLS["db__describe_table"] = {"properties": {"table_name": {"type": "string"}}, "required": ["table_name"]}
+    try:
+        fills = {"db__list_tables": {}, "db__describe_table": {"table_name": "customers"}}
+        engine = Engine({"db__list_tables": -5.0, "db__describe_table": -9.0, "hello__debug": -30.0})
+        ranked = [("db__list_tables", 0.6), ("db__describe_table", 0.5), ("hello__debug", 0.1)]
+        request = "show me the columns of the customers table"
+        structured = await run(Core(ranked), Generator(fills, {}), engine, request)
+        assert structured["status"] == "proposed" and structured["trace"]["routing"] == "close", structured
+        assert "db__describe_table takes values of the request" in structured["doubt"]
+
+        fills["db__describe_table"] = {"table_name": "orders"}  # the second invents its value: the first is called
+        structured = await run(Core(ranked), Generator(fills, {}), engine, request)
+        assert structured["status"] == "called" and structured["trace"]["tool"] == "db__list_tables", structured
+    finally:
+        del TOOLS["db__list_tables"], TOOLS["db__describe_table"]
