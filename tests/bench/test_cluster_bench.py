@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_gateway.bench.cluster import _per_call, _redis_commands, _store_round_trips, _with_background
+from nexus_gateway.bench.cluster import _paired, _per_call, _redis_commands, _store_round_trips, _with_background
 from nexus_gateway.bench.cluster.processes import MissingBinary, binary, start_redis, stop
 
 
@@ -32,6 +32,13 @@ def test_round_trips_per_call_are_the_measured_window_less_the_background_of_an_
     # no store counter: Redis's commands instead
     assert _per_call(counts(redis_commands=3000, redis_commands_idle_same_time=1000)) == 2.0
     assert _per_call(counts()) is None and _with_background(counts()) is None
+
+
+def test_the_paired_difference_follows_calls_made_side_by_side():
+    # the load drifts (every path slower in the later rounds); the path costs 1 ms more in each round
+    baseline = [0.010, 0.020, 0.030, 0.040, 0.050]
+    path = [value + 0.001 for value in baseline]
+    assert _paired(path, baseline) == 1.0
 
 
 def test_a_missing_program_names_the_package_to_install():

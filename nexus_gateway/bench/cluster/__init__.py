@@ -9,7 +9,7 @@ its state directory, no Redis). Phases:
 - latency, per era (`modern`: 2026-07-28, every request to any replica; `legacy`: one handshake-era session
   each, kept on its replica): one call on the single gateway, one through HAProxy (3 replicas), one on a replica
   directly, in turn, so that every path samples the same moments; `added_ms_p50` is the cluster's p50 less the
-  single gateway's;
+  single gateway's, `added_ms_paired_median` the median of the differences of calls made side by side;
 - Redis round trips on the tools/call hot path: the store's own counter (`nexus_store_round_trips_total` of every
   replica's /metrics) and Redis's `total_commands_processed` (less the commands of an idle interval as long), over
   the measured cluster calls;
@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -69,6 +70,12 @@ def _percentile(samples: Sequence[float], q: float) -> float:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return (ordered[low] + (ordered[high] - ordered[low]) * (rank - low)) * 1000.0
+
+
+def _paired(path: Sequence[float], baseline: Sequence[float]) -> float:
+    """The median of the differences between calls made side by side (the same round of `_latency`), in ms: less
+    moved by load that drifts over the run than the difference of two medians."""
+    return round(statistics.median(a - b for a, b in zip(path, baseline, strict=True)) * 1000.0, 4)
 
 
 def _client(url: str, era: Era) -> Client:
@@ -206,6 +213,8 @@ async def _measure(
             "replica_direct_ms_p50": round(p50["replica_direct"], 4),
             "added_ms_p50": round(p50["cluster"] - p50["single"], 4),
             "haproxy_added_ms_p50": round(p50["cluster"] - p50["replica_direct"], 4),
+            "added_ms_paired_median": _paired(samples["cluster"], samples["single"]),
+            "haproxy_added_ms_paired_median": _paired(samples["cluster"], samples["replica_direct"]),
             "single_ms_p99": round(p99["single"], 4),
             "cluster_ms_p99": round(p99["cluster"], 4),
             "calls": calls,
