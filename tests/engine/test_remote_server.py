@@ -1,7 +1,7 @@
 """The `openai` engine backend against llama-cpp-python's own server (`python -m llama_cpp.server`, the
-packaged default model): `run` fills and calls through it, and the re-ranker scores through it, while the
-gateway's process loads no model. A handful of calls: the model's quality is measured by
-`nexus-gateway bench inference-server`, not here."""
+packaged default model): `run` fills through it, the generator fills through it, and the re-ranker scores
+through it, while the gateway's process loads no model. A handful of calls: agreement with the local engine is
+measured by `nexus-gateway eval arguments --backend openai --compare-local`, not here."""
 
 from __future__ import annotations
 
