@@ -459,11 +459,24 @@ class AuthServer:
         return self._server.create_endpoint_response("revocation", _Request(request, form)).starlette()
 
     def app(self) -> Any:
-        """The ASGI app: the protected MCP server at `/mcp` and the authorization server's routes."""
-        return _StepUp(self.protected_mcp().streamable_http_app(), self)
+        """The ASGI app: the protected MCP server over streamable HTTP at `/mcp` and over SSE at `/sse` (a resource
+        of its own), and the authorization server's routes."""
+        streamable = _StepUp(self.protected_mcp(self.resource).streamable_http_app(), self)
+        sse = self.protected_mcp(f"{self.issuer}/sse").sse_app()
+        sse_paths = ("/sse", "/.well-known/oauth-protected-resource/sse")
 
-    def protected_mcp(self) -> MCPServer:
-        """The MCP server this authorization server protects, with the authorization server's routes beside it."""
+        async def dispatch(scope: Any, receive: Any, send: Any) -> None:
+            path = scope.get("path", "")
+            if scope["type"] == "http" and (path in sse_paths or path.startswith("/messages/")):
+                await sse(scope, receive, send)
+            else:
+                await streamable(scope, receive, send)
+
+        return dispatch
+
+    def protected_mcp(self, resource: str) -> MCPServer:
+        """The MCP server this authorization server protects as `resource`, with the authorization server's routes
+        beside it."""
         owner = self
 
         class Verifier:
@@ -475,7 +488,7 @@ class AuthServer:
             token_verifier=Verifier(),
             auth=AuthSettings(
                 issuer_url=self.issuer,  # type: ignore[arg-type]
-                resource_server_url=self.resource,  # type: ignore[arg-type]
+                resource_server_url=resource,  # type: ignore[arg-type]
                 required_scopes=[SCOPE],
                 validate_token_resource=True,
             ),

@@ -45,9 +45,12 @@ async def auth() -> AsyncIterator[AuthServer]:
         yield server
 
 
-def config(tmp_path: Path, auth: AuthServer, *, connect_mode: str = "legacy", **oauth: Any) -> GatewayConfig:
+def config(
+    tmp_path: Path, auth: AuthServer, *, connect_mode: str = "legacy", sse: bool = False, **oauth: Any
+) -> GatewayConfig:
     oauth.setdefault("redirect_port", free_port())
-    entry = {"type": "http", "url": auth.resource, "oauth": oauth, "connect_mode": connect_mode}
+    url = f"{auth.issuer}/sse" if sse else auth.resource
+    entry = {"type": "sse" if sse else "http", "url": url, "oauth": oauth, "connect_mode": connect_mode}
     return make_config(tmp_path, {"prot": entry}, mode="passthrough", run=False, embedder="hashing")
 
 
@@ -116,6 +119,16 @@ async def test_an_upstream_reached_in_the_stateless_era_signs_in_and_serves_call
         await signed_in(cfg)
         await healthy(upstream)
         assert text_of(await host.call_tool("prot__echo", {"text": "modern"})) == "modern"
+
+
+async def test_an_sse_upstream_signs_in_and_serves_calls(tmp_path: Path, auth: AuthServer):
+    cfg = config(tmp_path, auth, sse=True)
+    async with gateway_of(cfg) as (_, host, upstream):
+        assert upstream.state is UpstreamState.NEEDS_AUTHORIZATION
+        await signed_in(cfg)
+        await healthy(upstream)
+        assert text_of(await host.call_tool("prot__echo", {"text": "over sse"})) == "over sse"
+    assert auth.authorize_requests[-1]["resource"] == f"{auth.issuer}/sse"
 
 
 async def test_a_pre_registered_client_signs_in_with_its_secret_and_asks_for_the_configured_scopes(
