@@ -26,11 +26,12 @@ import logging
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nexus_gateway.errors import ConfigError
+from nexus_gateway.errors import ConfigError, NexusError
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,8 @@ class KeyringStore:
         return f"the OS keyring ({type(backend).__module__}.{type(backend).__name__})"
 
     def load(self, name: str, url: str) -> SignInRecord | None:
-        raw = self._keyring.get_password(KEYRING_SERVICE, record_key(name, url))
+        with self._translated("read"):
+            raw = self._keyring.get_password(KEYRING_SERVICE, record_key(name, url))
         if raw is None:
             return None
         try:
@@ -125,14 +127,29 @@ class KeyringStore:
         return record if record.url == url else None
 
     def save(self, name: str, record: SignInRecord) -> None:
-        self._keyring.set_password(KEYRING_SERVICE, record_key(name, record.url), record.to_json().decode())
+        with self._translated("write"):
+            self._keyring.set_password(KEYRING_SERVICE, record_key(name, record.url), record.to_json().decode())
 
     def delete(self, name: str, url: str) -> bool:
         try:
-            self._keyring.delete_password(KEYRING_SERVICE, record_key(name, url))
+            with self._translated("write"):
+                self._keyring.delete_password(KEYRING_SERVICE, record_key(name, url))
         except self._keyring.errors.PasswordDeleteError:
             return False
         return True
+
+    @contextlib.contextmanager
+    def _translated(self, doing: str) -> Iterator[None]:
+        """A keyring failure (locked, its service gone) as an error that says what to do instead."""
+        try:
+            yield
+        except self._keyring.errors.PasswordDeleteError:
+            raise
+        except self._keyring.errors.KeyringError as exc:
+            raise NexusError(
+                f"the OS keyring could not {doing} a sign-in ({type(exc).__name__}: {exc}); unlock it, or keep "
+                f"sign-ins in encrypted files instead with {_BACKEND_VARIABLE}=file"
+            ) from None
 
 
 class EncryptedFileStore:

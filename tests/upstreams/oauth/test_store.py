@@ -14,7 +14,7 @@ from cryptography.fernet import Fernet
 from keyring.backend import KeyringBackend
 from keyring.backends import fail
 
-from nexus_gateway.errors import ConfigError
+from nexus_gateway.errors import ConfigError, NexusError
 from nexus_gateway.upstreams.oauth.store import (
     EncryptedFileStore,
     KeyringStore,
@@ -158,3 +158,13 @@ def test_the_fail_keyring_is_no_keyring_and_the_choice_can_be_forced(
     monkeypatch.setenv("NEXUS_TOKEN_STORE", "vault")
     with pytest.raises(ConfigError, match="'file' or 'keyring'"):
         open_store(tmp_path)
+
+
+def test_a_locked_keyring_is_an_error_that_says_what_to_do(tmp_path: Path, memory_keyring: MemoryKeyring):
+    def locked(service: str, username: str) -> str | None:
+        raise keyring.errors.KeyringLocked("the collection is locked")
+
+    memory_keyring.get_password = locked  # type: ignore[method-assign]
+    store = open_store(tmp_path)
+    with pytest.raises(NexusError, match=r"unlock it, or keep sign-ins in encrypted files .* NEXUS_TOKEN_STORE=file"):
+        store.load("github", URL)
