@@ -6,6 +6,7 @@ Redis instead of `pins.json`:
     <prefix>pins             hash: server -> {"format": 1, "generation": 0, "tools": {server: {tool: entry}}}
     <prefix>pins:meta        string: {"recovered": {"at", "why"}} while trust is degraded (absent otherwise)
     <prefix>pins:generation  counter, one up per write
+    <prefix>pins:epoch       string: a random token naming this incarnation of the store, set by its first write
     <prefix>pins             channel: each write's generation and new values, published by the write itself
 
 Each replica holds a mirror of these keys, read whole on (re)connect and kept current by the channel, and
@@ -23,8 +24,12 @@ Trust fails closed:
 - A server's value that is not a sound pin entry (garbage): logged as an error, the last good copy this
   replica held is used (none: every tool of that server waits for approval), and the store is degraded
   (`recovered`, written back for every replica) until a person approves, as with a damaged `pins.json`.
-- Redis found empty after it held pins (restarted without persistence): the mirror's copy is written back,
-  degraded the same way.
+- Redis found empty after it held pins (restarted without persistence, FLUSHALL): the mirror's copy is
+  written back, degraded the same way. The recovery note is written in the same script as the copy (and the
+  copy starts a new epoch), so a replica that reads the copy back, rather than the emptiness, sees the epoch
+  change and takes the note with it: every replica withholds what no one approved until a person approves.
+  A replica that finds the epoch changed with no note beside it (the store was replaced) writes a note itself.
+  The activity tick reads the epoch too, so a FLUSHALL under live connections is noticed within a tick.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,30 +52,36 @@ MAX_ATTEMPTS = 8
 """Judgings of one listing or approval when other replicas keep writing first."""
 
 _WRITE = """
-local n = (#ARGV - 3) / 3
+local epoch = redis.call('GET', KEYS[4])
+if epoch == false then epoch = '' end
+if epoch ~= ARGV[4] then return {0, '', epoch} end
+if epoch == '' then epoch = ARGV[5]; redis.call('SET', KEYS[4], epoch) end
+local n = (#ARGV - 5) / 3
 for i = 0, n - 1 do
-  local now = redis.call('HGET', KEYS[1], ARGV[4 + 3 * i])
+  local now = redis.call('HGET', KEYS[1], ARGV[6 + 3 * i])
   if now == false then now = '' end
-  if now ~= ARGV[5 + 3 * i] then return {0, ARGV[4 + 3 * i]} end
+  if now ~= ARGV[7 + 3 * i] then return {0, ARGV[6 + 3 * i], epoch} end
 end
 local generation = redis.call('INCR', KEYS[3])
 local servers = {}
 for i = 0, n - 1 do
-  local field, value = ARGV[4 + 3 * i], ARGV[6 + 3 * i]
+  local field, value = ARGV[6 + 3 * i], ARGV[8 + 3 * i]
   if value == '' then redis.call('HDEL', KEYS[1], field) else redis.call('HSET', KEYS[1], field, value) end
   servers[field] = value
 end
-local message = {generation = generation, servers = servers}
+local message = {generation = generation, servers = servers, epoch = epoch}
 if ARGV[2] == 'set' then
   redis.call('SET', KEYS[2], ARGV[3]); message['meta'] = ARGV[3]
 elseif ARGV[2] == 'clear' then
   redis.call('DEL', KEYS[2]); message['meta'] = ''
 end
 redis.call('PUBLISH', ARGV[1], cjson.encode(message))
-return {1, generation}
+return {1, generation, epoch}
 """
-"""KEYS: pins hash, meta, generation. ARGV: channel, meta action (keep/set/clear), meta value, then per server
-(field, expected value, new value), '' meaning absent. Returns {1, generation} or {0, the field that changed}."""
+"""KEYS: pins hash, meta, generation, epoch. ARGV: channel, meta action (keep/set/clear), meta value, expected
+epoch, the epoch to start when there is none, then per server (field, expected value, new value), '' meaning
+absent. Returns {1, generation, epoch}, {0, the field that changed, epoch} or {0, '', epoch} when the epoch is
+not the one expected (the store was emptied or replaced: read it whole again)."""
 
 
 def _now() -> str:
@@ -98,6 +110,7 @@ class PinKeys:
         self.hash = f"{prefix}pins"
         self.meta = f"{prefix}pins:meta"
         self.generation = f"{prefix}pins:generation"
+        self.epoch = f"{prefix}pins:epoch"
         self.channel = f"{prefix}pins"
 
 
@@ -129,6 +142,8 @@ class SharedPins(PinStore):
         self._stale: set[str] | None = None
         """Servers whose mirror changed since the last adoption (None: all, or the local view diverged)."""
         self._read_once = False
+        self._epoch: str | None = None
+        """The store's epoch as last read or written ('' : none yet; None: never read)."""
         self._note: dict[str, str] | None = None
         """A recovery this replica found (garbage, an emptied Redis), to write as `recovered`."""
         self._result = "ok"
@@ -142,6 +157,8 @@ class SharedPins(PinStore):
         for _ in range(MAX_ATTEMPTS):
             self._result = "ok"
             sightings = super().observe_server(server, tools)
+            if self._result == "ok" and self._note is not None and self.unconfirmed() is None:
+                self._save()  # a recovery found here is written for every replica, even if the listing changed nothing
             if self._result in ("ok", "skipped"):
                 break
             # "conflict": the mirror took what another replica wrote; "failed": now unconfirmed. Judge again.
@@ -196,26 +213,32 @@ class SharedPins(PinStore):
         pipe.hgetall(self.keys.hash)
         pipe.get(self.keys.meta)
         pipe.get(self.keys.generation)
-        fields, meta, generation = self._link.call("pins", "reading the pin store", pipe.execute)
-        self.apply_snapshot(fields, meta, generation)
+        pipe.get(self.keys.epoch)
+        fields, meta, generation, epoch = self._link.call("pins", "reading the pin store", pipe.execute)
+        self.apply_snapshot(fields, meta, generation, epoch)
         self._link.recovered()
 
-    def apply_snapshot(self, fields: Mapping[Any, Any], meta: Any, generation: Any) -> None:
-        """Take the whole store as read at `generation` (HGETALL, GET meta, GET generation in one MULTI)."""
+    def apply_snapshot(self, fields: Mapping[Any, Any], meta: Any, generation: Any, epoch: Any = None) -> None:
+        """Take the whole store as read at `generation` (HGETALL, GET meta, GET generation, GET epoch in one
+        MULTI)."""
         try:
             at = int(generation or 0)
             values = {_text(field): _text(raw) for field, raw in fields.items()}
             meta_raw = "" if meta is None else _text(meta)
+            epoch_now = "" if epoch is None else _text(epoch)
         except (TypeError, ValueError, UnicodeDecodeError) as exc:
             raise StoreUnavailable(f"the pin store's keys hold garbage ({type(exc).__name__}: {exc})") from None
         if not values and generation is None and self._good:
             self._restore_after_loss()
         else:
+            if self._epoch and epoch_now != self._epoch:
+                self._forget(epoch_now)
             for field in set(self._raw) - set(values):
                 self._apply(field, "", at)
             for field, raw in values.items():
                 self._apply(field, raw, at)
             self._apply_meta(meta_raw, at)
+        self._epoch = epoch_now
         self._read_once = True
         self._stale = None
         self._version += 1  # judge every listing again: the mirror may differ, and trust may be confirmed now
@@ -231,6 +254,10 @@ class SharedPins(PinStore):
                 raise ValueError("servers is not an object of strings")
         except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
             logger.error("state store: a pin store message is not one (%s); reading the whole store again", exc)
+            return False
+        epoch = message.get("epoch")
+        if isinstance(epoch, str) and self._epoch is not None and epoch != self._epoch:
+            logger.info("state store: the pin store in Redis has a new epoch; reading the whole store again")
             return False
         before = self._version
         for field, raw in servers.items():
@@ -288,6 +315,8 @@ class SharedPins(PinStore):
                     "state store: Redis key %s is not a recovery note (%s); trust is degraded", self.keys.meta, exc
                 )
                 meta = {"at": _now(), "why": f"Redis key {self.keys.meta} holds garbage"}
+        if meta is not None:
+            self._note = None  # Redis holds a recovery note for every replica: this replica's own is in it
         if _canonical(meta) != _canonical(self._meta):
             self._meta = meta
             self._version += 1
@@ -300,8 +329,30 @@ class SharedPins(PinStore):
             "person approves them",
             len(self._good),
         )
-        self._raw, self._gen, self._damage, self._meta_gen = {}, {}, {}, -1
+        self._raw, self._gen, self._damage, self._meta, self._meta_gen = {}, {}, {}, None, -1
         self._note = {"at": _now(), "why": "the pin store in Redis was found empty; restored a replica's copy"}
+
+    def _forget(self, epoch: str) -> None:
+        """The store in Redis is another than the one mirrored (emptied, then written by another replica; or
+        replaced): take it whole, as it is now, and stay degraded until a person approves. When the replica that
+        restored it wrote its recovery note (it does, in the same script as its copy), that note is taken with
+        it; when there is none, this replica's note is written."""
+        logger.error(
+            "state store: the pin store in Redis is not the one this replica followed (epoch %r, was %r: Redis "
+            "restarted without persistence, or was emptied or replaced); taking what it holds now, and tools it "
+            "holds no approval for are withheld until a person approves them",
+            epoch,
+            self._epoch,
+        )
+        self._raw, self._good, self._gen, self._damage, self._meta, self._meta_gen = {}, {}, {}, {}, None, -1
+        self._note = {"at": _now(), "why": "the pin store in Redis was found empty or replaced; took a replica's copy"}
+
+    def epoch_changed(self, epoch: Any) -> bool:
+        """Whether `epoch` (GET <prefix>pins:epoch, read by the activity tick) says the store was emptied or
+        replaced since this mirror read it: the caller then reads it whole again."""
+        if not self._epoch:
+            return False
+        return ("" if epoch is None else _text(epoch)) != self._epoch
 
     # -- PinStore's persistence ------------------------------------------------------------------
 
@@ -346,15 +397,15 @@ class SharedPins(PinStore):
             if self.recovered is None:
                 self._note = None  # a person's approval ended a recovery this replica had not written yet
             return True
-        args: list[str] = [self.keys.channel, action, meta_raw]
+        args: list[str] = [self.keys.channel, action, meta_raw, self._epoch or "", uuid.uuid4().hex]
         for write in writes:
             args.extend(write)
         try:
             if self._script is None:
                 self._script = self._link.sync_client().register_script(_WRITE)
-            keys = [self.keys.hash, self.keys.meta, self.keys.generation]
+            keys = [self.keys.hash, self.keys.meta, self.keys.generation, self.keys.epoch]
             result = self._link.call("pins", "writing the pin store", self._script, keys, args)
-            ok, value = int(result[0]), result[1]
+            ok, value, epoch = int(result[0]), result[1], _text(result[2])
         except StoreUnavailable:
             self._result, self._adopted, self._stale = "failed", -1, None
             return False
@@ -363,10 +414,15 @@ class SharedPins(PinStore):
             self._result, self._adopted, self._stale = "failed", -1, None
             return False
         if not ok:
-            self._refetch(_text(value))
+            field = _text(value)
+            if field:
+                self._refetch(field)
+            else:
+                self._reread()
             self._result, self._adopted, self._stale = "conflict", -1, None
             return False
         generation = int(value)
+        self._epoch = epoch
         for server, _, new in writes:
             self._gen[server] = generation
             if new:
@@ -377,7 +433,8 @@ class SharedPins(PinStore):
             self._damage.pop(server, None)
         if action != "keep":
             self._meta, self._meta_gen = self.recovered, generation
-        self._note = None if self.recovered is None else self._note
+        if action == "set" or self.recovered is None:
+            self._note = None  # written: the note in Redis is every replica's now (or a person ended it)
         self._version += 1
         self._adopted = self._version
         return True
@@ -388,10 +445,21 @@ class SharedPins(PinStore):
             pipe = self._link.sync_client().pipeline(transaction=True)
             pipe.hget(self.keys.hash, field)
             pipe.get(self.keys.generation)
-            raw, generation = self._link.call("pins", "reading the pin store", pipe.execute)
+            pipe.get(self.keys.epoch)
+            raw, generation, epoch = self._link.call("pins", "reading the pin store", pipe.execute)
         except StoreUnavailable:
             return
+        if self.epoch_changed(epoch):
+            self._reread()
+            return
         self._apply(field, "" if raw is None else _text(raw), int(generation or 0))
+
+    def _reread(self) -> None:
+        """Read the whole store again (a write found its epoch changed: emptied or replaced)."""
+        try:
+            self.load_now()
+        except StoreUnavailable:
+            return
 
 
 def _text(value: Any) -> str:

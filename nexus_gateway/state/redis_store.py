@@ -1,6 +1,6 @@
 """The store in Redis: replicas behind a load balancer share pins, vectors, start times and recent activity.
 
-    <prefix>pins, pins:meta, pins:generation   the pin store (redis_pins.py), and channel <prefix>pins
+    <prefix>pins, pins:meta, pins:generation, pins:epoch   the pin store (redis_pins.py), and channel <prefix>pins
     <prefix>vectors:<embedder>, <prefix>examples   hashes: content hash -> value (`blobs`)
     <prefix>starts                               hash: server -> seconds its last first start took
     <prefix>calls, <prefix>runs                  capped lists (redis_activity.py)
@@ -225,19 +225,21 @@ class RedisStore:
         pipe.hgetall(f"{self.prefix}pins")
         pipe.get(f"{self.prefix}pins:meta")
         pipe.get(f"{self.prefix}pins:generation")
+        pipe.get(f"{self.prefix}pins:epoch")
         pipe.hgetall(f"{self.prefix}starts")
         self.link.count("snapshot")
         with anyio.fail_after(self.link.timeout * 4):
-            fields, meta, generation, starts = await pipe.execute()
+            fields, meta, generation, epoch, starts = await pipe.execute()
         if self._pins is not None:
-            self._pins.apply_snapshot(fields, meta, generation)
+            self._pins.apply_snapshot(fields, meta, generation, epoch)
         if isinstance(starts, dict):
             self._starts.take(starts)
         self._need_snapshot = False
         self.link.recovered()
 
     async def _tick(self, client: Any) -> None:
-        """Send the activity recorded since the last tick and read the shared lists back (one round trip)."""
+        """Send the activity recorded since the last tick and read the shared lists back, with the pin store's
+        epoch (an emptied Redis is noticed under live connections too), in one round trip."""
         calls, runs, calls_upto, runs_upto = self._activity.pending()
         keep = self._activity.keep
         pipe = client.pipeline(transaction=False)
@@ -247,7 +249,10 @@ class RedisStore:
                 pipe.ltrim(key, 0, keep - 1)
         pipe.lrange(self._activity.calls_key, 0, keep - 1)
         pipe.lrange(self._activity.runs_key, 0, keep - 1)
+        pipe.get(f"{self.prefix}pins:epoch")
         self.link.count("activity")
         with anyio.fail_after(self.link.timeout * 4):
             results = await pipe.execute()
-        self._activity.sent(calls_upto, runs_upto, results[-2], results[-1])
+        self._activity.sent(calls_upto, runs_upto, results[-3], results[-2])
+        if self._pins is not None and self._pins.epoch_changed(results[-1]):
+            self._need_snapshot = True

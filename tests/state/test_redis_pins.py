@@ -54,3 +54,37 @@ def test_an_approval_on_a_stale_replica_is_not_lost_and_is_refused_for_another_d
         b.approve(reviewed={"s__echo": pending.hash})
     fresh = replica_pins(redis_server, tmp_path)
     assert [q.current["description"] for q in fresh.quarantined()] == ["v3"]
+
+
+def test_replicas_that_read_back_another_replicas_restored_copy_stay_degraded_until_a_person_approves(
+    redis_server: RedisServer, tmp_path: Any
+):
+    from nexus_gateway.state._link import StoreUnavailable
+
+    listing = [("s__echo", tool("v1")), ("s__fresh", {**tool("a tool added later"), "name": "fresh"})]
+    a, b, c = (replica_pins(redis_server, tmp_path) for _ in range(3))
+    a.observe_server("s", listing[:1])
+    for other in (b, c):
+        other.load_now()  # all three hold the approval of echo
+    redis_server.stop()
+    for pins in (a, b, c):
+        with pytest.raises(StoreUnavailable):
+            pins.load_now()
+        [_, fresh] = pins.observe_server("s", listing)  # unconfirmed: the new tool is withheld
+        assert fresh.quarantine is not None
+    redis_server.start()  # empty: it kept nothing
+    a.load_now()  # a finds it empty first and writes its copy back
+    [_, fresh] = a.observe_server("s", listing)
+    assert fresh.quarantine is not None and a.trust.state == "degraded"
+    assert redis_server.client().hgetall("nexus:pins")  # a's copy is there: the others read it, not emptiness
+    for pins in (b, c):
+        pins.load_now()
+        [echo, fresh] = pins.observe_server("s", listing)
+        assert echo.quarantine is None  # approved before: still served
+        assert fresh.quarantine is not None, "a replica pinned a tool no one approved"
+        assert pins.trust.state == "degraded" and "empty" in (pins.trust.why or "")
+    assert {q.name for q in a.approve(every=True)} == {"s__fresh"}  # a person ends it, through one replica
+    for pins in (a, b, c):
+        pins.load_now()
+        [_, fresh] = pins.observe_server("s", listing)
+        assert fresh.quarantine is None and pins.trust.state == "ok"

@@ -372,3 +372,96 @@ async def test_every_replica_shows_the_calls_another_replica_made(tmp_path: Path
 
         await until(b_shows_them, 5)
         assert len(a.activity.calls()) == len(b.activity.calls())
+
+
+async def test_after_redis_restarts_empty_no_replica_serves_a_tool_never_approved_until_a_person_approves(
+    tmp_path: Path, redis_server: RedisServer
+):
+    fresh = "changing__fresh"
+    async with AsyncExitStack() as stack:
+        replicas = [await stack.enter_async_context(replica(tmp_path / name, redis_server)) for name in "abc"]
+        redis_server.stop()
+
+        async def all_degraded() -> bool:
+            return all(gw.store_status()["state"] == "degraded" for gw, _ in replicas)
+
+        await until(all_degraded, 5)
+        for _, client in replicas:  # every replica's upstream adds a tool no one approved
+            assert text_of(await client.call_tool("changing__add", {})) == "added"
+
+        async def all_withhold_it() -> bool:
+            return all(any(q["name"] == fresh for q in gw.quarantined()) for gw, _ in replicas)
+
+        await until(all_withhold_it)
+        redis_server.start()  # empty: it kept nothing
+
+        async def decided(gateway: Gateway, client: Client) -> bool:
+            if gateway.store_status()["state"] != "ok":
+                return False
+            return gateway.trust()["state"] == "degraded" or await described(client, fresh) is not None
+
+        async def all_decided() -> bool:
+            return all([await decided(gw, client) for gw, client in replicas])
+
+        await until(all_decided, 10)
+        watched_until = time.monotonic() + 3 * TICK  # and it stays so while the replicas follow the store
+        while True:
+            for gateway, client in replicas:
+                assert await described(client, fresh) is None, "a replica serves a tool no one approved"
+                refused = await client.call_tool(fresh, {})
+                assert refused.is_error and "quarantined" in text_of(refused)
+                trust = gateway.trust()
+                assert trust["state"] == "degraded" and "empty" in trust["why"], trust
+            if time.monotonic() >= watched_until:
+                break
+            await anyio.sleep(0.05)
+        assert redis_server.client().get("nexus:pins:meta") is not None  # the flag every replica honours
+
+        (a, _), _, (_, client_c) = replicas
+        approved = a.catalog.pins.approve(every=True)  # a person ends it, through one replica
+        approved_at = time.monotonic()
+        assert fresh in {q.name for q in approved}
+
+        async def all_serve_it() -> bool:
+            return all([await described(client, fresh) == "A tool added later." for _, client in replicas])
+
+        await until(all_serve_it, 5)
+        took = time.monotonic() - approved_at
+        assert took < 1.0, f"the approval reached every replica after {took:.2f}s"
+        assert all(gw.trust() == {"state": "ok"} for gw, _ in replicas)
+        assert text_of(await client_c.call_tool(fresh, {})) == "fresh"
+
+
+async def test_a_flushall_under_live_connections_is_noticed_and_every_replica_fails_closed(
+    tmp_path: Path, redis_server: RedisServer
+):
+    fresh = "changing__fresh"
+    async with AsyncExitStack() as stack:
+        a, client_a = await stack.enter_async_context(replica(tmp_path / "a", redis_server))
+        b, client_b = await stack.enter_async_context(replica(tmp_path / "b", redis_server))
+        assert redis_server.client().get("nexus:pins:epoch") is not None
+        redis_server.client().flushall()  # no connection drops: only the epoch tells
+
+        async def both_degraded() -> bool:
+            return all(gw.trust()["state"] == "degraded" for gw in (a, b)) and bool(
+                redis_server.client().get("nexus:pins:meta")
+            )
+
+        await until(both_degraded, 5)
+        assert all(gw.store_status()["state"] == "ok" for gw in (a, b))
+        assert await described(client_a) == await described(client_b) == "Return the text unchanged."
+        for client in (client_a, client_b):
+            assert text_of(await client.call_tool("changing__add", {})) == "added"
+
+        async def both_withhold_it() -> bool:
+            return all(any(q["name"] == fresh for q in gw.quarantined()) for gw in (a, b))
+
+        await until(both_withhold_it)
+        assert await described(client_a, fresh) is None and await described(client_b, fresh) is None
+        b.catalog.pins.approve(every=True)
+
+        async def both_serve_it() -> bool:
+            return all([await described(client, fresh) == "A tool added later." for client in (client_a, client_b)])
+
+        await until(both_serve_it, 1)
+        assert a.trust() == b.trust() == {"state": "ok"}
