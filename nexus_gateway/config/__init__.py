@@ -230,7 +230,7 @@ class OAuthSettings(BaseModel):
 class ClusterSettings(BaseModel):
     """`nexus.cluster`: replicas sharing their state (pins and approvals, vectors, start times, recent calls)
     through Redis instead of the state directory's files (nexus_gateway/state/, docs/state.md). Environment:
-    `NEXUS_CLUSTER_REDIS_URL`, `NEXUS_CLUSTER_KEY_PREFIX`, `NEXUS_CLUSTER_TIMEOUT`."""
+    `NEXUS_CLUSTER_REDIS_URL`, `NEXUS_CLUSTER_KEY_PREFIX`, `NEXUS_CLUSTER_TIMEOUT`, `NEXUS_CLUSTER_TOKEN_KEY`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -240,6 +240,9 @@ class ClusterSettings(BaseModel):
     """Every key and channel the gateway uses starts with this (one prefix per gateway deployment)."""
     timeout: float = Field(default=0.5, gt=0, le=30)
     """Seconds a Redis command or connection may take before the store is reported degraded."""
+    token_key: SecretStr | None = Field(default=None, min_length=1)
+    """The Fernet key (or several, comma-separated: the first seals, any opens) every replica seals upstream
+    sign-ins with in Redis (`${env:NAME}`); unset: `NEXUS_TOKEN_KEY`; neither: sign-ins cannot be kept (an error)."""
 
 
 class TracingSettings(BaseModel):
