@@ -1,6 +1,7 @@
 """The gateway as an OAuth 2.1 client of remote upstreams that ask for a sign-in.
 
     store.py     where sign-ins are kept: the OS keyring, else encrypted files (mode 0600) in the state dir
+    redis_store.py  in a cluster (`nexus.cluster.redis_url`): Redis, sealed with a key every replica shares
     provider.py  `UpstreamAuth`: the SDK's OAuth provider with refresh ahead of expiry, one refresh at a time,
                  and "needs authorization" instead of a browser in the running gateway
     signin.py    a person's sign-in: the authorization URL out, the loopback (or pasted) redirect back
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +41,13 @@ class OAuthUpstreams:
     @property
     def store(self) -> SignInStore:
         if self._store is None:
-            self._store = open_store(self.state_dir)
+            cluster = self._config.nexus.cluster
+            if cluster.redis_url:
+                from nexus_gateway.upstreams.oauth.redis_store import RedisSignInStore  # redis-py: only for a cluster
+
+                self._store = RedisSignInStore.of(cluster)
+            else:
+                self._store = open_store(self.state_dir)
         return self._store
 
     def _lazy(self) -> SignInStore:
@@ -81,3 +89,8 @@ class _LazyStore:
 
     def delete(self, name: str, url: str) -> bool:
         return self._open().delete(name, url)
+
+    def refresh_lock(self, name: str, url: str, *, wait: float) -> contextlib.AbstractAsyncContextManager[None]:
+        """The store's lock on refreshing across replicas (Redis), or none (one machine: the lock file does it)."""
+        lock = getattr(self._open(), "refresh_lock", None)
+        return lock(name, url, wait=wait) if lock is not None else contextlib.nullcontext()

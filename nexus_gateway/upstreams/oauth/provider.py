@@ -315,7 +315,17 @@ class UpstreamAuth(OAuthClientProvider):
 
     @contextlib.asynccontextmanager
     async def _process_lock(self) -> AsyncIterator[None]:
-        """An exclusive lock on this upstream's lock file, waited for up to `_LOCK_WAIT` (then refresh anyway)."""
+        """An exclusive lock on this upstream's lock file, waited for up to `_LOCK_WAIT` (then refresh anyway), and
+        the store's own across replicas when it has one (Redis: redis_store.py)."""
+        shared = getattr(self.storage.store, "refresh_lock", None)
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(self._file_lock())
+            if shared is not None:
+                await stack.enter_async_context(shared(self.name, self.storage.url, wait=_LOCK_WAIT))
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _file_lock(self) -> AsyncIterator[None]:
         if self._lock_path is None or sys.platform == "win32":
             yield
             return
