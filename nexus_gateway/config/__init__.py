@@ -240,9 +240,9 @@ class ClusterSettings(BaseModel):
     """Every key and channel the gateway uses starts with this (one prefix per gateway deployment)."""
     timeout: float = Field(default=0.5, gt=0, le=30)
     """Seconds a Redis command or connection may take before the store is reported degraded."""
-    token_key: SecretStr | None = Field(default=None, min_length=1)
+    token_key: SecretStr | None = None
     """The Fernet key (or several, comma-separated: the first seals, any opens) every replica seals upstream
-    sign-ins with in Redis (`${env:NAME}`); unset: `NEXUS_TOKEN_KEY`; neither: sign-ins cannot be kept (an error)."""
+    sign-ins with in Redis (`${env:NAME}`); unset or empty: `NEXUS_TOKEN_KEY`; neither: no sign-in is kept (error)."""
 
 
 class TracingSettings(BaseModel):

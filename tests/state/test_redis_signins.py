@@ -97,10 +97,11 @@ def test_the_key_comes_from_nexus_token_key_else_a_clear_error(
     redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("NEXUS_TOKEN_KEY", raising=False)
-    with pytest.raises(ConfigError) as refused:
-        _ = _gateway_store(redis_server, tmp_path, None).store
-    message = str(refused.value)
-    assert "nexus.cluster.token_key" in message and "NEXUS_TOKEN_KEY" in message and "Fernet" in message
+    for unset in (None, ""):  # "" is what `${env:NAME}` of an unset variable gives
+        with pytest.raises(ConfigError) as refused:
+            _ = _gateway_store(redis_server, tmp_path, unset).store
+        message = str(refused.value)
+        assert "nexus.cluster.token_key" in message and "NEXUS_TOKEN_KEY" in message and "Fernet" in message
     assert list(redis_server.client().scan_iter(match="*")) == []
 
     with pytest.raises(ConfigError, match="not a Fernet key"):

@@ -45,8 +45,9 @@ _LOCK_TTL = 30.0
 def sealing_key(cluster: ClusterSettings) -> str:
     """The configured key(s) (`nexus.cluster.token_key`, else `NEXUS_TOKEN_KEY`), or a `ConfigError` saying what to
     set: in a cluster, sign-ins are never kept without one."""
-    if cluster.token_key is not None:
-        return cluster.token_key.get_secret_value()
+    configured = cluster.token_key.get_secret_value().strip() if cluster.token_key is not None else ""
+    if configured:  # `${env:NAME}` of an unset variable is empty: then as if unset
+        return configured
     value = os.environ.get(_KEY_VARIABLE, "").strip()
     if value:
         return value
