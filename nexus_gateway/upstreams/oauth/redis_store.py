@@ -54,8 +54,7 @@ def sealing_key(cluster: ClusterSettings) -> str:
     raise ConfigError(
         "nexus.cluster.redis_url is set, so upstream sign-ins are kept in Redis, sealed with a key every replica "
         'shares, and none is configured: set nexus.cluster.token_key (e.g. "${env:NEXUS_TOKEN_KEY}") or '
-        f"${_KEY_VARIABLE} to the same Fernet key on every replica (make one with: python -c "
-        '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())")'
+        f"${_KEY_VARIABLE} to one Fernet key, the same on every replica (docs/oauth.md)"
     )
 
 

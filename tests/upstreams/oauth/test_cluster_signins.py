@@ -71,3 +71,24 @@ async def test_a_sign_in_through_one_replica_serves_both_and_a_refresh_is_made_o
     for name in raw.scan_iter(match="c:oauth:*"):
         value = raw.get(name) or b""
         assert all(token.access_token.encode() not in value for token in auth.tokens)
+
+
+async def test_without_a_token_key_the_upstream_says_what_to_set_and_nothing_is_kept(
+    tmp_path: Path,
+    auth: AuthServer,
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NEXUS_TOKEN_KEY", raising=False)
+    cfg = replica(tmp_path / "a", auth, redis_server, "", free_port())  # `${env:...}` of an unset variable
+    async with gateway_of(cfg) as (_, host, upstream):
+        with anyio.fail_after(10):
+            while upstream.last_error is None:
+                await anyio.sleep(0.02)
+        result = await host.call_tool("prot__whoami", {})
+    assert result.is_error
+    assert upstream.last_error is not None
+    for message in (upstream.last_error, text_of(result)):
+        assert "set nexus.cluster.token_key" in message and "$NEXUS_TOKEN_KEY" in message
+    assert list(redis_server.client().scan_iter(match="c:oauth:*")) == []
+    assert not list((tmp_path / "a").rglob("*.token")) and not list((tmp_path / "a").rglob("key"))
