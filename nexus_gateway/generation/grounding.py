@@ -51,7 +51,8 @@ class Grounding:
     free: int
     """Free values of the required arguments (enum choices, booleans and empty values are not counted)."""
     echoed: int = 0
-    """Supported values that are the request itself, copied whole or nearly (`echoes`): no evidence of fit."""
+    """Supported values that are the request itself, copied whole or nearly (`echoes`), or one value put into
+    several parameters (`_repeated`): no evidence of fit."""
 
     @property
     def invented(self) -> int:
@@ -159,8 +160,25 @@ def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
     """How many of the free values of the required arguments in `arguments` the request supports (and how
     many of those only echo it)."""
     required = set(schema.get("required") or ())
-    counted = [g for name, g in _per_argument(request, schema, arguments).items() if name in required]
-    return Grounding(sum(g.supported for g in counted), sum(g.free for g in counted), sum(g.echoed for g in counted))
+    per = {name: g for name, g in _per_argument(request, schema, arguments).items() if name in required}
+    counted = list(per.values())
+    return Grounding(
+        sum(g.supported for g in counted),
+        sum(g.free for g in counted),
+        sum(g.echoed for g in counted) + _repeated(arguments, per),
+    )
+
+
+def _repeated(arguments: Mapping[str, Any], per: Mapping[str, Grounding]) -> int:
+    """Supported values (not already echoes) that fill more than one parameter: one word of the request put
+    into every slot (`{"user_email": "restart", "script_id": "restart", "deployment_id": "restart"}`) is
+    the model having nothing to say for any of them, so none of them is evidence."""
+    owners: dict[str, list[str]] = {}
+    for name, g in per.items():
+        value = arguments.get(name)
+        if isinstance(value, str) and value.strip() and g.supported and not g.echoed:
+            owners.setdefault(value.strip().casefold(), []).append(name)
+    return sum(len(names) for names in owners.values() if len(names) > 1)
 
 
 def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:

@@ -19,6 +19,24 @@ def test_the_request_copied_into_a_free_text_parameter_is_supported_but_echoed_a
     assert (taken.echoed, taken.evidence) == (0, 1)
 
 
+def test_one_word_of_the_request_put_into_several_parameters_is_no_evidence_for_any_of_them():
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in ("user_email", "script_id", "deployment_id")},
+        "required": ["user_email", "script_id", "deployment_id"],
+    }
+    request = "restart the web deployment"
+    slotted = grounding(request, schema, {"user_email": "restart", "script_id": "restart", "deployment_id": "restart"})
+    assert (slotted.supported, slotted.invented, slotted.echoed, slotted.evidence) == (3, 0, 3, 0)
+    two = {
+        "type": "object",
+        "properties": {"src": {"type": "string"}, "dst": {"type": "string"}},
+        "required": ["src", "dst"],
+    }
+    moved = grounding("copy /a.txt to /b.txt", two, {"src": "/a.txt", "dst": "/b.txt"})
+    assert (moved.echoed, moved.evidence) == (0, 2)
+
+
 def test_an_echo_is_the_whole_request_or_nearly_and_a_value_taken_from_a_short_request_is_not():
     assert echoes("What time is it in Paris", "what time is it in Paris?")
     assert echoes("please find the latest news about the Mars rover", "find the latest news about the Mars rover")
