@@ -40,7 +40,7 @@ from typing import Any
 from nexus_gateway.generation.domains import spoken_forms, time_zones
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
-_GLUED_AFTER = r"(?![\w/\\~-]|\.\w)"
+_GLUED_AFTER = r"(?![\w/\\~@-]|\.\w)"
 """A span is whole when no path or identifier character touches it (a sentence's final `.` may)."""
 
 

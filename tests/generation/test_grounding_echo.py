@@ -37,6 +37,14 @@ def test_one_word_of_the_request_put_into_several_parameters_is_no_evidence_for_
     assert (moved.echoed, moved.evidence) == (0, 2)
 
 
+def test_the_name_part_of_an_email_address_is_not_a_value_of_the_request():
+    form = {"type": "object", "properties": {"form_id": {"type": "string"}}, "required": ["form_id"]}
+    request = "type hello@acme.io into the email field"
+    assert grounding(request, form, {"form_id": "hello"}).invented == 1
+    assert grounding(request, form, {"form_id": "hello@acme.io"}).invented == 0
+    assert grounding("message @sam about lunch", form, {"form_id": "sam"}).invented == 0  # a handle's name is
+
+
 def test_an_echo_is_the_whole_request_or_nearly_and_a_value_taken_from_a_short_request_is_not():
     assert echoes("What time is it in Paris", "what time is it in Paris?")
     assert echoes("please find the latest news about the Mars rover", "find the latest news about the Mars rover")
