@@ -238,7 +238,8 @@ async def test_a_sure_fill_is_proposed_not_called_when_another_tool_fits_about_a
         assert {c["name"] for c in structured["candidates"]} >= {"files__read_text_file", "other__read_file"}
 
         clear = Engine({"files__read_text_file": -4.0, "other__read_file": -20.0, "hello__debug": -30.0})
-        structured = await run(Core(ranked), Generator(fills, {}), clear, "read /tmp/a.txt")
+        agreed = [("files__read_text_file", 0.50), ("other__read_file", 0.45), ("hello__debug", 0.2)]
+        structured = await run(Core(agreed), Generator(fills, {}), clear, "read /tmp/a.txt")
         assert structured["status"] == "called" and structured["trace"]["tool"] == "files__read_text_file", structured
     finally:
         del TOOLS["other__read_file"]
@@ -249,7 +250,7 @@ async def test_a_best_tool_that_takes_nothing_from_the_request_is_proposed_when_
     TOOLS["db__describe_table"] = {"properties": {"table_name": {"type": "string"}}, "required": ["table_name"]}
     try:
         fills = {"db__list_tables": {}, "db__describe_table": {"table_name": "customers"}}
-        engine = Engine({"db__list_tables": -5.0, "db__describe_table": -9.0, "hello__debug": -30.0})
+        engine = Engine({"db__list_tables": -2.0, "db__describe_table": -20.0, "hello__debug": -30.0})
         ranked = [("db__list_tables", 0.6), ("db__describe_table", 0.5), ("hello__debug", 0.1)]
         request = "show me the columns of the customers table"
         structured = await run(Core(ranked), Generator(fills, {}), engine, request)
