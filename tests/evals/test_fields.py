@@ -45,7 +45,7 @@ TOOLS = [
     _tool("weather", "forecast", "Rain and sun for a city"),
 ]
 CASES = [
-    Case("a", "hello.txt contents", "files__read_text_file"),
+    Case("a", "hello txt contents", "files__read_text_file"),  # a file named like a server (as words: names are masked)
     Case("b", "send an email", "mail__send_email"),
 ]
 
