@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nexus_gateway.config import ClusterSettings
+from nexus_gateway.errors import ConfigError
 from nexus_gateway.state.store import Blobs, StartTimes, Store, StoreStatus
 
 __all__ = ["Blobs", "StartTimes", "Store", "StoreStatus", "open_store"]
@@ -25,7 +26,13 @@ __all__ = ["Blobs", "StartTimes", "Store", "StoreStatus", "open_store"]
 def open_store(cluster: ClusterSettings, state_dir: Path) -> Store:
     """The store the settings ask for: Redis when `cluster.redis_url` is set, else the state directory."""
     if cluster.redis_url:
-        from nexus_gateway.state.redis_store import RedisStore  # redis-py: only for a cluster
+        try:
+            from nexus_gateway.state.redis_store import RedisStore  # redis-py: only for a cluster
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                f"nexus.cluster.redis_url is set but {exc.name!r} is not installed: "
+                "pip install 'nexus-gateway[cluster]' (or unset redis_url for the state directory)"
+            ) from None
 
         return RedisStore(cluster.redis_url, state_dir, prefix=cluster.key_prefix, timeout=cluster.timeout)
     from nexus_gateway.state.files import FileStore
