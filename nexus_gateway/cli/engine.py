@@ -37,7 +37,9 @@ ModelOpt = Annotated[
     str | None, typer.Option("--model", help="A packaged model's name or a GGUF path (default: qwen2.5-coder-0.5b).")
 ]
 CtxOpt = Annotated[int | None, typer.Option("--n-ctx", help="Context size in tokens (default: 4096).")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: half the cores, up to 8).")]
+ThreadsOpt = Annotated[
+    int | None, typer.Option("--threads", help="CPU threads (default: every core up to 4, else half, up to 8).")
+]
 GpuOpt = Annotated[int | None, typer.Option("--gpu-layers", help="Layers to offload; -1 for all (Metal, CUDA).")]
 CompiledOpt = Annotated[
     Path | None, typer.Option("--compiled", help="compiled_schemas folder (default: beside the gateway state).")

@@ -35,7 +35,7 @@ class EngineSettings(BaseModel):
     """A packaged model's name (engine/models.py) or a GGUF path; `qwen2.5-coder-0.5b` when unset."""
     n_ctx: int = Field(default=4096, ge=256)
     threads: int | None = Field(default=None, ge=1)
-    """CPU threads for prompt batches (half the cores, up to 8, when unset)."""
+    """CPU threads for prompt batches (when unset: every core up to 4, else half of them up to 8)."""
     decode_threads: int | None = Field(default=None, ge=1)
     """CPU threads for token-by-token decoding (`threads` when unset)."""
     gpu_layers: int = Field(default=0, ge=-1)
