@@ -259,6 +259,13 @@ def run_catalog(
         list[str],
         typer.Option("--set", help='A nexus setting for this run, NAME=JSON (e.g. rerank_k=3, run_mode="signature").'),
     ] = [],  # noqa: B006
+    settle: Annotated[
+        bool,
+        typer.Option(
+            help="Before each case, let the blocks compiled in the background finish (a host's turn between calls "
+            "gives that time; not counted): each case meets the steady state."
+        ),
+    ] = True,
     log_level: Annotated[str, typer.Option(help="Log level (stderr).")] = "warning",
 ) -> None:
     """`run` end to end on a real catalog served by stub upstreams: what it did for each case (called, proposed,
@@ -301,8 +308,8 @@ def run_catalog(
             highlight=False,
         )
 
-    result = anyio.run(lambda: measure(tools, chosen, state_dir=state_dir, nexus=nexus, progress=report))
-    result["command"] = {"tools": str(tools), "cases": str(cases), "limit": limit, "set": setting}
+    result = anyio.run(lambda: measure(tools, chosen, state_dir=state_dir, nexus=nexus, progress=report, settle=settle))
+    result["command"] = {"tools": str(tools), "cases": str(cases), "limit": limit, "set": setting, "settle": settle}
     text = json.dumps(result, indent=2, ensure_ascii=False)
     if json_out:
         json_out.write_text(text + "\n")

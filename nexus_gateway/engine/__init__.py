@@ -133,6 +133,16 @@ class Engine(Protocol):
         """Compile the KV blocks `splice` needs, when the engine keeps blocks (incremental)."""
         ...
 
+    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
+        """Those of `records` whose full-schema block `splice` would have to compile first (none when the
+        engine keeps no blocks: then there is nothing to wait for)."""
+        ...
+
+    async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
+        """Compile the re-ranker's blocks of `records` (their scoring text) that are not compiled yet; how
+        many were compiled (0 when the engine keeps no blocks)."""
+        ...
+
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         """How likely `query` is after each of `records` (re-ranking); no session changes."""
         ...

@@ -206,6 +206,12 @@ class RemoteEngine:
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         """Nothing: KV blocks belong to an in-process engine."""
 
+    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
+        return []
+
+    async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
+        return 0
+
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         started = time.perf_counter()
         target = query.strip()

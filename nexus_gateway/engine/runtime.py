@@ -171,6 +171,14 @@ class Runtime:
         text = tool_text(record)
         return self.model.tokenize(text), block_key(self.layout.preamble, text)
 
+    def has_block(self, record: ToolRecord) -> bool:
+        """Whether `record`'s full-schema block is compiled (the file is there; it is validated when spliced),
+        or no block is ever compiled (no store, or a text the context cannot hold): nothing to compile first."""
+        if self.store is None:
+            return True
+        tokens, key = self.tool_tokens(record)
+        return self.anchor + len(tokens) >= self.ctx.n_ctx or self.store.path_for(key).is_file()
+
     def place_tool(self, state: SessionState, record: ToolRecord, *, form: str = "schema") -> Placement:
         """Add a tool to the session: its full schema through the splicer, or (`form="signature"`) its
         one-line signature, prefilled."""

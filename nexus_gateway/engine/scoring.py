@@ -26,7 +26,7 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
-from nexus_gateway.engine.blocks import block_key
+from nexus_gateway.engine.blocks import Block, block_key
 from nexus_gateway.engine.prompt import scoring_text
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import BlockRejected, EngineError
@@ -40,26 +40,42 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
     return picked
 
 
+def _scoring_block(rt: Runtime, text: str, tokens: list[int]) -> tuple[Block | None, int]:
+    """The compiled block of a scoring text (compiled and saved first when the store has none or a bad one)
+    and the tokens decoded for it; (None, 0) without a store or when the text does not fit."""
+    if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
+        return None, 0
+    key = block_key(rt.layout.preamble, text)
+    try:
+        block = rt.store.get(key, tokens=tokens, anchor=rt.anchor)
+    except BlockRejected:
+        block = None
+    if block is not None:
+        return block, 0
+    rt.store.write(key, rt.anchor, tokens, rt.compile_tokens(tokens))
+    return rt.store.get(key, tokens=tokens, anchor=rt.anchor), len(tokens)
+
+
 def _place_tool(rt: Runtime, seq: int, record: ToolRecord) -> int:
     """Put `record`'s scoring text right after the preamble of the empty-after-preamble `seq`: its block
     spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
     text = scoring_text(record)
     tokens = rt.model.tokenize(text)
-    if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
-        rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
-        return len(tokens)
-    key, decoded = block_key(rt.layout.preamble, text), 0
-    try:
-        block = rt.store.get(key, tokens=tokens, anchor=rt.anchor)
-    except BlockRejected:
-        block = None
-    if block is None:
-        rt.store.write(key, rt.anchor, tokens, rt.compile_tokens(tokens))
-        block, decoded = rt.store.get(key, tokens=tokens, anchor=rt.anchor), len(tokens)
+    block, decoded = _scoring_block(rt, text, tokens)
     if block is None or not rt.splicer.splice(seq, rt.anchor, block):
         rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
         return len(tokens)
     return decoded
+
+
+def compile_scoring(rt: Runtime, records: Sequence[ToolRecord]) -> int:
+    """Compile the scoring blocks of `records` that are not compiled yet (re-ranking then costs only the
+    request's tokens for them); how many were compiled."""
+    compiled = 0
+    for record in records:
+        text = scoring_text(record)
+        compiled += _scoring_block(rt, text, rt.model.tokenize(text))[1] > 0
+    return compiled
 
 
 def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) -> Likelihoods:

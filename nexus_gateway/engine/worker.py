@@ -34,7 +34,7 @@ from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.completion import complete_steps
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.engine.scoring import request_likelihoods
+from nexus_gateway.engine.scoring import compile_scoring, request_likelihoods
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.errors import EngineError
 
@@ -236,6 +236,14 @@ class LocalEngine:
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         chosen = list(records)
         await self._worker.call(lambda rt: compile_tools(rt, chosen) if rt.store is not None else None)
+
+    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
+        chosen = list(records)
+        return await self._worker.call(lambda rt: [record for record in chosen if not rt.has_block(record)])
+
+    async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
+        chosen = list(records)
+        return await self._worker.call(lambda rt: compile_scoring(rt, chosen))
 
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
         chosen = list(records)

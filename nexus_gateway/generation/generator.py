@@ -6,6 +6,11 @@ Three ways to show the tool to the model, in the same slot of the prompt (engine
     splice      its full schema as a compiled KV block, spliced as the depth policy says
     prefill     its full schema text, prefilled (the baseline)
 
+In splice mode a tool whose block is not compiled yet is shown in the `cold` form when one is given
+(`run` gives `signature`: compiling a 900-token schema takes 10-20 s on 2 cores, its signature about one)
+and its block is compiled afterwards, off the request's path (`compile_pending`); without a `cold` form the
+block is compiled first.
+
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), so the text parses
 and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
 fails is mended without guessing (repair.py: a value in its type's other spelling, a required default,
@@ -16,7 +21,7 @@ still fails keeps its problems and is never called. Required identifiers the req
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -101,14 +106,24 @@ def check_mode(mode: str) -> ToolForm:
 
 class ArgumentGenerator:
     def __init__(
-        self, engine: Engine, *, mode: ToolForm = "signature", max_tokens: int = 160, copy_bias: float = COPY_BIAS
+        self,
+        engine: Engine,
+        *,
+        mode: ToolForm = "signature",
+        max_tokens: int = 160,
+        copy_bias: float = COPY_BIAS,
+        cold: ToolForm | None = None,
     ) -> None:
         self.engine = engine
         self.mode = check_mode(mode)
+        self.cold = check_mode(cold) if cold is not None else None
+        """Splice mode: how a tool whose block is not compiled yet is shown (None: compile it first)."""
         self.max_tokens = max_tokens
         self.copy_bias = copy_bias
         self._plans: dict[str, GrammarPlan] = {}
         self._compiled: set[str] = set()
+        self.pending: dict[str, ToolRecord] = {}
+        """Tools shown in the `cold` form whose blocks are still to compile (`compile_pending`)."""
 
     def plan(self, record: ToolRecord) -> GrammarPlan:
         key = record.content_hash or record.name
@@ -126,6 +141,35 @@ class ArgumentGenerator:
             await self.engine.prepare_blocks(todo)
             self._compiled.update(record.content_hash or record.name for record in todo)
 
+    async def compile_pending(self, between: Callable[[], Awaitable[bool]] | None = None) -> int:
+        """Compile the blocks of the tools shown cold so far, one tool per engine job (a request waits for
+        at most one), awaiting `between()` before each (False: stop); how many were compiled."""
+        done = 0
+        while self.pending:
+            if between is not None and not await between():
+                break
+            if not self.pending:
+                break
+            key, record = next(iter(self.pending.items()))
+            await self.prepare([record])
+            self.pending.pop(key, None)
+            done += 1
+        return done
+
+    async def _form(self, record: ToolRecord, chosen: ToolForm) -> ToolForm:
+        """The form `record` is shown in: `chosen`, or the cold form while its block is not compiled."""
+        if chosen != "splice":
+            return chosen
+        key = record.content_hash or record.name
+        if self.cold is None:
+            await self.prepare([record])
+        elif key not in self._compiled:
+            if await self.engine.missing_blocks([record]):
+                self.pending[key] = record
+                return self.cold
+            self._compiled.add(key)
+        return chosen
+
     async def generate(
         self,
         session: Session,
@@ -138,10 +182,8 @@ class ArgumentGenerator:
         """Arguments for `record` from `query`, decoded in `session` (which is left as it was). `narrowed`:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
-        chosen = mode or self.mode
+        chosen = await self._form(record, mode or self.mode)
         plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
-        if chosen == "splice":
-            await self.prepare([record])
         decoded = _NOTHING_TO_DECODE
         how = Decoding(
             grammar=plan.gbnf,

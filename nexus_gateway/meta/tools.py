@@ -73,6 +73,11 @@ class MetaTools:
         return tools
 
     @property
+    def runner(self) -> Runner | None:
+        """`run`'s runner once the first `run` made it."""
+        return self._runner
+
+    @property
     def engine_loaded(self) -> bool:
         """Whether `run` has started the local model."""
         return self._runner is not None and self._runner.engine_loaded

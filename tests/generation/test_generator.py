@@ -38,6 +38,7 @@ class ScriptedEngine:
         self.answers = list(answers)
         self.decoded: list[tuple[str, Decoding]] = []
         self.prepared: list[list[str]] = []
+        self.compiled: set[str] = set()
 
     async def open_session(self) -> Session:
         return Session(0)
@@ -57,6 +58,13 @@ class ScriptedEngine:
 
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         self.prepared.append([record.name for record in records])
+        self.compiled.update(record.name for record in records)
+
+    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
+        return [record for record in records if record.name not in self.compiled]
+
+    async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
+        return 0
 
 
 def decoded(text: str, *, complete: bool = True, closed_early: bool = False) -> Decoded:
@@ -123,6 +131,19 @@ async def test_splice_mode_compiles_each_tool_block_once():
     for _ in range(3):
         await generator.generate(Session(0), SEARCH, "notes about taxes")
     assert engine.prepared == [["notes__search_notes"]]
+
+
+async def test_splice_mode_with_a_cold_form_shows_an_uncompiled_tool_so_and_compiles_it_afterwards():
+    engine = ScriptedEngine(*(decoded('{"query": "taxes"}') for _ in range(3)))
+    generator = ArgumentGenerator(engine, mode="splice", cold="signature")
+    first = await generator.generate(Session(0), SEARCH, "notes about taxes")
+    assert first.mode == "signature" and engine.prepared == []
+    assert [record.name for record in generator.pending.values()] == [SEARCH.name]
+    assert await generator.compile_pending() == 1 and engine.prepared == [[SEARCH.name]] and not generator.pending
+    second = await generator.generate(Session(0), SEARCH, "notes about taxes")
+    third = await generator.generate(Session(0), SEARCH, "notes about taxes")
+    assert (second.mode, third.mode) == ("splice", "splice") and engine.prepared == [[SEARCH.name]]
+    assert [how.form for _, how in engine.decoded] == ["signature", "splice", "splice"]
 
 
 def test_an_unknown_argument_mode_is_a_config_error_naming_the_choices():

@@ -8,7 +8,7 @@ import pytest
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
 from nexus_gateway.engine.runtime import Runtime
-from nexus_gateway.engine.scoring import request_likelihoods
+from nexus_gateway.engine.scoring import compile_scoring, request_likelihoods
 from nexus_gateway.generation.rerank import Reranker, fuse, standardized
 from tests.engine.conftest import EMAIL, WEATHER
 
@@ -70,6 +70,24 @@ async def test_a_signature_seen_before_is_spliced_from_its_block_and_scores_the_
     assert again.per_tool == pytest.approx(first.per_tool, abs=1e-3)
     assert prefilled.per_tool == pytest.approx(first.per_tool, abs=1e-3)
     assert first.per_tool[0] > first.per_tool[1]
+
+
+def test_scoring_blocks_compiled_ahead_leave_only_the_request_to_decode(gen_runtime: Runtime):
+    gen_runtime.reset()
+    query = "When does the sun set in Oslo?"
+    sunset = ToolRecord.from_tool("", {"name": "sunset_time", "description": "Sunset time for a city."})
+    tide = ToolRecord.from_tool("", {"name": "tide_table", "description": "High and low tides of a harbour."})
+    assert compile_scoring(gen_runtime, [sunset, tide]) == 2
+    assert compile_scoring(gen_runtime, [sunset, tide]) == 0  # already there
+    ahead = request_likelihoods(gen_runtime, [sunset, tide], query)
+    request_only = request_likelihoods(gen_runtime, [], query).decoded_tokens
+    assert ahead.decoded_tokens == 3 * request_only, ahead  # each tool's text came from its block
+    store, gen_runtime.store = gen_runtime.store, None
+    try:
+        prefilled = request_likelihoods(gen_runtime, [sunset, tide], query)
+    finally:
+        gen_runtime.store = store
+    assert ahead.per_tool == pytest.approx(prefilled.per_tool, abs=1e-3)
 
 
 def test_scoring_leaves_every_session_as_it_was(gen_runtime: Runtime):
