@@ -43,7 +43,9 @@ from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding, ignores_request, narrowing
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate
+from nexus_gateway.routing.mentions import named_servers
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +157,7 @@ class Runner:
         self._generator: ArgumentGenerator | None = None
         self._pool: SessionPool | None = None
         self._reranker: Reranker | None = None
+        self.warmer = BlockWarmer(lambda: list(gateway.catalog))
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
@@ -178,8 +181,10 @@ class Runner:
                 self._engine = engine
                 room = settings.n_ctx // settings.sessions - 256
                 self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
-                self._generator = ArgumentGenerator(engine, mode=self.settings.run_mode)
+                self._generator = ArgumentGenerator(engine, mode=self.settings.run_mode, cold="signature")
                 self._reranker = Reranker(engine, k=self.settings.rerank_k)
+                self.warmer.attach(engine, self._generator)
+                self.gateway.start_soon(self.warmer.run, name="block-warmer")
             return self._generator, self._pool
 
     async def rerank(self, query: str, results: list[SearchResult]) -> Reranked:
@@ -187,12 +192,14 @@ class Runner:
         await self._start()
         assert self._reranker is not None
         records = [self.gateway.resolve(result.name) for result in results]
-        return await self._reranker.rerank(query, records, [result.score for result in results])
+        with self.warmer.busy():
+            return await self._reranker.rerank(query, records, [result.score for result in results])
 
     async def aclose(self) -> None:
         """Close the engine (the gateway has cancelled the background turns first: they are dropped)."""
         if self._engine is not None:
             engine, self._engine, self._generator, self._pool = self._engine, None, None, None
+            self.warmer.detach()
             self._reranker = None
             await engine.__aexit__(None, None, None)
 
@@ -220,7 +227,8 @@ class Runner:
     ) -> ToolResult:
         """Route, fill and call (or propose) among the tools of the client's `profile`."""
         started = time.perf_counter()
-        result = await self._run(arguments, client, profile)
+        with self.warmer.busy():
+            result = await self._run(arguments, client, profile)
         self.gateway.activity.record_run(str(arguments.get("request", "")), result, time.perf_counter() - started)
         return result
 
@@ -249,6 +257,7 @@ class Runner:
         async with pool.lease(key) as engine_session:
             clock.lap("session")
             choice = await self._pick(generator, engine_session, query, results, trace, clock)
+            choice = self._named_elsewhere(query, choice, results, trace)
             if choice is None:
                 return self._candidates(results, trace)
             picked = choice.candidate
@@ -372,6 +381,21 @@ class Runner:
             trace["routing"] = "ambiguous"
         trace["checked"] = [candidate.summary() for candidate in checked]
         return choice
+
+    def _named_elsewhere(
+        self, query: str, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]
+    ) -> Choice | None:
+        """`choice`, proposed instead of called when the request names servers (routing/mentions.py) and the
+        tool is none of theirs ("run SELECT count(*) FROM events on postgres": not Sentry's `search_events`)."""
+        if choice is None or choice.doubt is not None:
+            return choice
+        named = named_servers(query, self.gateway.servers())
+        record = choice.candidate.record
+        if not named or record.server in named:
+            return choice
+        trace["named_servers"] = sorted(named)
+        why = f"the request names {', '.join(sorted(named))}, and {record.name} is not one of its tools"
+        return Choice(choice.candidate, why, tuple(result for result in results if result.name != record.name))
 
     async def _fill(
         self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult

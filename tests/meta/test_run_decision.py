@@ -33,6 +33,8 @@ TOOLS = {
     "browser__wait_for": {"properties": {"text": {"type": "string"}}, "required": ["text"]},
     "hello__debug": {"properties": {}},
     "files__read_text_file": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
+    "sentry__search_events": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+    "postgres__query": {"properties": {"sql": {"type": "string"}}, "required": ["sql"]},
 }
 
 
@@ -106,6 +108,9 @@ class Core:
     def resolve(self, name: str) -> ToolRecord:
         return record(name)
 
+    def servers(self) -> list[str]:
+        return sorted({name.split("__")[0] for name in TOOLS})
+
     async def call_upstream(self, record: ToolRecord, arguments: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.called.append((record.name, arguments))
         return {"content": [{"type": "text", "text": "done"}]}
@@ -149,6 +154,23 @@ async def test_a_wrong_zone_is_decoded_again_among_the_zones_the_request_names_a
     trace = structured["trace"]
     assert trace["routing"] == "reranked" and trace["checked"][0]["narrowed"] == ["timezone"], trace
     assert {"route", "rerank", "fill", "call"} <= set(trace["timings_ms"]), trace
+
+
+async def test_a_sure_and_decisive_tool_of_another_server_than_the_one_the_request_names_is_proposed():
+    request = "run SELECT count(*) FROM events on postgres"
+    core = Core([("sentry__search_events", 0.6), ("time__get_current_time", 0.2)])
+    generator = Generator({"sentry__search_events": {"query": "count(*)"}}, {})
+    engine = Engine({"sentry__search_events": -10.0, "time__get_current_time": -30.0})
+    structured = await run(core, generator, engine, request)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert "names postgres" in structured["doubt"] and structured["trace"]["named_servers"] == ["postgres"]
+    named = Core([("postgres__query", 0.6), ("time__get_current_time", 0.2)])
+    generator = Generator({"postgres__query": {"sql": "SELECT count(*) FROM events"}}, {})
+    engine = Engine({"postgres__query": -10.0, "time__get_current_time": -30.0})
+    structured = await run(named, generator, engine, request)  # the named server's own tool is called
+    assert structured["status"] == "called" and named.called == [
+        ("postgres__query", generator.plain["postgres__query"])
+    ]
 
 
 async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_ranked_tool():
