@@ -75,7 +75,8 @@ class Outcome:
     checked: tuple[dict[str, Any], ...] = ()
     """The candidates `run` filled (its trace's `checked`): tool, arguments, grounding."""
     rerank: dict[str, Any] | None = None
-    """The re-ranker's evidence when it ran (trace: per-candidate scores, lead, likelihood without a tool)."""
+    """The re-ranker's evidence when it ran (trace: per-candidate scores, lead, likelihood without a tool), and
+    how the chosen tool was filled (its form, placement, tokens decoded, decoding time)."""
 
     def detail(self) -> dict[str, Any]:
         return {
@@ -180,7 +181,7 @@ async def _blocks_settled(meta: MetaTools, timeout: float) -> float:
 def _rerank_evidence(trace: dict[str, Any]) -> dict[str, Any] | None:
     if not trace.get("reranked"):
         return None
-    keys = ("choice", "lead", "scores", "likelihood_without_tool")
+    keys = ("choice", "lead", "scores", "likelihood_without_tool", "mode", "placement", "tokens", "total_ms")
     return {key: trace[key] for key in keys if key in trace}
 
 

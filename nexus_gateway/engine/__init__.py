@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 if TYPE_CHECKING:
     from nexus_gateway.catalog import ToolRecord
@@ -111,6 +111,9 @@ class Completion:
     """The model fingerprint that wrote it."""
 
 
+ColdSchema = Literal["uncompiled", "deep"]
+
+
 class Engine(Protocol):
     """What generation (argument filling, client sessions) needs of a model engine: `LocalEngine` (llama.cpp in
     this process; tests and benchmarks reach further with `LocalEngine.run`) or `RemoteEngine` (a server)."""
@@ -133,9 +136,10 @@ class Engine(Protocol):
         """Compile the KV blocks `splice` needs, when the engine keeps blocks (incremental)."""
         ...
 
-    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
-        """Those of `records` whose full-schema block `splice` would have to compile first (none when the
-        engine keeps no blocks: then there is nothing to wait for)."""
+    async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
+        """Why `record`'s full schema would enter `session` by a full prefill now, which its signature would
+        spare: `uncompiled` (no block yet, or no block store), `deep` (the session is deeper than the splice
+        policy trusts a splice at); None when it would be spliced (or the engine prefills cheaply anyway)."""
         ...
 
     async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:

@@ -29,7 +29,16 @@ from typing import Any
 import httpx
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import CLOSING_TOKENS, Completion, Decoded, Decoding, Likelihoods, Session, Turn
+from nexus_gateway.engine import (
+    CLOSING_TOKENS,
+    ColdSchema,
+    Completion,
+    Decoded,
+    Decoding,
+    Likelihoods,
+    Session,
+    Turn,
+)
 from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, PromptLayout, scoring_text, signature_text, tool_text
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.splicer import Placement
@@ -206,8 +215,8 @@ class RemoteEngine:
     async def prepare_blocks(self, records: Sequence[ToolRecord]) -> None:
         """Nothing: KV blocks belong to an in-process engine."""
 
-    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
-        return []
+    async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
+        return None  # the server prefills the schema (and caches prompts its own way)
 
     async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
         return 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Turn
+from nexus_gateway.engine import ColdSchema, Turn
 from nexus_gateway.engine.blocks import block_key
 from nexus_gateway.engine.llama import ContextSettings, LlamaContext, LlamaModel
 from nexus_gateway.engine.model import ModelFile, fingerprint, resolve_model
@@ -171,13 +171,14 @@ class Runtime:
         text = tool_text(record)
         return self.model.tokenize(text), block_key(self.layout.preamble, text)
 
-    def has_block(self, record: ToolRecord) -> bool:
-        """Whether `record`'s full-schema block is compiled (the file is there; it is validated when spliced),
-        or no block is ever compiled (no store, or a text the context cannot hold): nothing to compile first."""
-        if self.store is None:
-            return True
+    def cold_schema(self, state: SessionState, record: ToolRecord) -> ColdSchema | None:
+        """Why `record`'s full schema would enter `state` by a full prefill (Engine.cold_schema), or None."""
         tokens, key = self.tool_tokens(record)
-        return self.anchor + len(tokens) >= self.ctx.n_ctx or self.store.path_for(key).is_file()
+        if self.store is None or self.anchor + len(tokens) >= self.ctx.n_ctx or not self.store.path_for(key).is_file():
+            return "uncompiled"
+        if self.splicer.policy.decide(state.n_past - self.anchor, len(tokens)).mode == "prefill":
+            return "deep"
+        return None
 
     def place_tool(self, state: SessionState, record: ToolRecord, *, form: str = "schema") -> Placement:
         """Add a tool to the session: its full schema through the splicer, or (`form="signature"`) its

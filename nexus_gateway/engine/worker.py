@@ -29,7 +29,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Completion, Decoded, Decoding, Likelihoods, Session, Turn
+from nexus_gateway.engine import ColdSchema, Completion, Decoded, Decoding, Likelihoods, Session, Turn
 from nexus_gateway.engine.compiler import CompileReport, Progress, compile_tools
 from nexus_gateway.engine.completion import complete_steps
 from nexus_gateway.engine.decoding import decode_steps
@@ -237,9 +237,8 @@ class LocalEngine:
         chosen = list(records)
         await self._worker.call(lambda rt: compile_tools(rt, chosen) if rt.store is not None else None)
 
-    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
-        chosen = list(records)
-        return await self._worker.call(lambda rt: [record for record in chosen if not rt.has_block(record)])
+    async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
+        return await self._worker.call(lambda rt: rt.cold_schema(rt.session(session.id), record))
 
     async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
         chosen = list(records)

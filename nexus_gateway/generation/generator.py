@@ -6,10 +6,11 @@ Three ways to show the tool to the model, in the same slot of the prompt (engine
     splice      its full schema as a compiled KV block, spliced as the depth policy says
     prefill     its full schema text, prefilled (the baseline)
 
-In splice mode a tool whose block is not compiled yet is shown in the `cold` form when one is given
-(`run` gives `signature`: compiling a 900-token schema takes 10-20 s on 2 cores, its signature about one)
-and its block is compiled afterwards, off the request's path (`compile_pending`); without a `cold` form the
-block is compiled first.
+In splice mode a tool whose full schema would be prefilled is shown in the `cold` form when one is given
+(`run` gives `signature`: a 900-token schema takes 10-20 s to decode on 2 cores, its signature about one):
+its block is not compiled yet (it is compiled afterwards, off the request's path: `compile_pending`), or
+the session is deeper than the splice policy trusts a splice at. Without a `cold` form the block is
+compiled first.
 
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), so the text parses
 and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
@@ -156,19 +157,20 @@ class ArgumentGenerator:
             done += 1
         return done
 
-    async def _form(self, record: ToolRecord, chosen: ToolForm) -> ToolForm:
-        """The form `record` is shown in: `chosen`, or the cold form while its block is not compiled."""
+    async def _form(self, session: Session, record: ToolRecord, chosen: ToolForm) -> ToolForm:
+        """The form `record` is shown in: `chosen`, or the cold form when its full schema would be prefilled
+        (no block compiled yet: compiled later; a session too deep to splice into)."""
         if chosen != "splice":
             return chosen
-        key = record.content_hash or record.name
         if self.cold is None:
             await self.prepare([record])
-        elif key not in self._compiled:
-            if await self.engine.missing_blocks([record]):
-                self.pending[key] = record
-                return self.cold
-            self._compiled.add(key)
-        return chosen
+            return chosen
+        why = await self.engine.cold_schema(session, record)
+        if why is None:
+            return chosen
+        if why == "uncompiled":
+            self.pending[record.content_hash or record.name] = record
+        return self.cold
 
     async def generate(
         self,
@@ -182,7 +184,7 @@ class ArgumentGenerator:
         """Arguments for `record` from `query`, decoded in `session` (which is left as it was). `narrowed`:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
-        chosen = await self._form(record, mode or self.mode)
+        chosen = await self._form(session, record, mode or self.mode)
         plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
         decoded = _NOTHING_TO_DECODE
         how = Decoding(

@@ -45,3 +45,17 @@ def test_tools_json_names_are_kept_exactly_as_given(tmp_path: Path):
     path.write_text('[{"name": "a.b c", "inputSchema": {"type": "object"}}, {"name": "t", "server": "s"}]')
     assert list(tool_records(load_tools(path), namespaced=True)) == ["a.b c", "s__t"]
     assert list(tool_records(load_tools(path))) == ["a.b c", "t"]
+
+
+def test_a_schema_is_cold_until_compiled_and_again_in_a_session_too_deep_to_splice_into(
+    fresh: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    use_store(fresh, monkeypatch, tmp_path / "compiled_schemas")
+    state = fresh.open_session()
+    assert fresh.cold_schema(state, WEATHER) == "uncompiled"
+    compile_tools(fresh, [WEATHER])
+    assert fresh.cold_schema(state, WEATHER) is None  # depth 0: a splice is exact
+    fresh.append_text(state, "Earlier request: hello\nArguments: {}\n", logits=False)
+    assert fresh.splicer.policy.D == 1 and fresh.cold_schema(state, WEATHER) == "deep"
+    monkeypatch.setattr(fresh, "store", None)
+    assert fresh.cold_schema(fresh.open_session(), WEATHER) == "uncompiled"  # no store: always a full prefill

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Decoded, Decoding, Session, Turn
+from nexus_gateway.engine import ColdSchema, Decoded, Decoding, Session, Turn
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import ConfigError
@@ -39,6 +39,8 @@ class ScriptedEngine:
         self.decoded: list[tuple[str, Decoding]] = []
         self.prepared: list[list[str]] = []
         self.compiled: set[str] = set()
+        self.deep: set[int] = set()
+        """Sessions deeper than a splice is trusted at."""
 
     async def open_session(self) -> Session:
         return Session(0)
@@ -60,8 +62,10 @@ class ScriptedEngine:
         self.prepared.append([record.name for record in records])
         self.compiled.update(record.name for record in records)
 
-    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
-        return [record for record in records if record.name not in self.compiled]
+    async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
+        if record.name not in self.compiled:
+            return "uncompiled"
+        return "deep" if session.id in self.deep else None
 
     async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:
         return 0
@@ -144,6 +148,10 @@ async def test_splice_mode_with_a_cold_form_shows_an_uncompiled_tool_so_and_comp
     third = await generator.generate(Session(0), SEARCH, "notes about taxes")
     assert (second.mode, third.mode) == ("splice", "splice") and engine.prepared == [[SEARCH.name]]
     assert [how.form for _, how in engine.decoded] == ["signature", "splice", "splice"]
+    engine.deep.add(1)  # a session with history: its block would be prefilled, so the signature is shown
+    engine.answers.append(decoded('{"query": "taxes"}'))
+    assert (await generator.generate(Session(1), SEARCH, "notes about taxes")).mode == "signature"
+    assert not generator.pending and engine.prepared == [[SEARCH.name]]
 
 
 def test_an_unknown_argument_mode_is_a_config_error_naming_the_choices():

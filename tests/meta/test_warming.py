@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.engine import Decoded, Decoding, Session
+from nexus_gateway.engine import ColdSchema, Decoded, Decoding, Session
 from nexus_gateway.generation.generator import ArgumentGenerator
 from nexus_gateway.meta.warming import BlockWarmer
 
@@ -39,8 +39,8 @@ class Engine:
         self.jobs += [f"schema {record.name}" for record in records]
         self.schemas.update(record.name for record in records)
 
-    async def missing_blocks(self, records: Sequence[ToolRecord]) -> list[ToolRecord]:
-        return [record for record in records if record.name not in self.schemas]
+    async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
+        return None if record.name in self.schemas else "uncompiled"
 
     async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
         self.jobs.append(f"fill {record.name} {how.form}")
