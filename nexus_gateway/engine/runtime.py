@@ -172,12 +172,13 @@ class Runtime:
         return self.model.tokenize(text), block_key(self.layout.preamble, text)
 
     def cold_schema(self, state: SessionState, record: ToolRecord) -> ColdSchema | None:
-        """Why `record`'s full schema would enter `state` by a full prefill (Engine.cold_schema), or None."""
+        """Why `record`'s full schema would enter `state` by a full prefill (Engine.cold_schema), or None. Depth
+        first: a session too deep to splice into would not use the block, so its absence is not reported."""
         tokens, key = self.tool_tokens(record)
-        if self.store is None or self.anchor + len(tokens) >= self.ctx.n_ctx or not self.store.path_for(key).is_file():
-            return "uncompiled"
         if self.splicer.policy.decide(state.n_past - self.anchor, len(tokens)).mode == "prefill":
             return "deep"
+        if self.store is None or self.anchor + len(tokens) >= self.ctx.n_ctx or not self.store.path_for(key).is_file():
+            return "uncompiled"
         return None
 
     def place_tool(self, state: SessionState, record: ToolRecord, *, form: str = "schema") -> Placement:

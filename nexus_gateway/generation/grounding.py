@@ -116,6 +116,8 @@ def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
 
 
 def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
+    if isinstance(item, str) and not _fits_shape(item, name, spec):
+        return False  # "octo/app" as a `user_google_email` is in the request, but not as an e-mail address
     if isinstance(item, (int, float)):
         written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
         return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
@@ -162,9 +164,10 @@ def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
     required = set(schema.get("required") or ())
     per = {name: g for name, g in _per_argument(request, schema, arguments).items() if name in required}
     counted = list(per.values())
+    blank = sum(isinstance(value, str) and not value.strip() for name, value in arguments.items() if name in required)
     return Grounding(
         sum(g.supported for g in counted),
-        sum(g.free for g in counted),
+        sum(g.free for g in counted) + blank,  # a required value left empty is one the request did not give
         sum(g.echoed for g in counted) + _repeated(arguments, per),
     )
 
@@ -233,6 +236,35 @@ def _kind(name: str, spec: Mapping[str, Any]) -> str | None:
         if _KIND_WORDS[kind_name].search(named):
             return kind_name
     return next((k for k in ("url", "email", "date") if _KIND_WORDS[k].search(words)), None)
+
+
+_SHAPES = {
+    "email": _EMAIL,
+    "url": re.compile(r"(?:[a-z][\w+.-]*://\S+|(?:[\w-]+\.)+[a-z]{2,}(?::\d+)?(?:/\S*)?)", re.IGNORECASE),
+    "date": _DATE,
+    "date-time": _DATE_TIME,
+    "id": re.compile(r"\S+"),
+}
+"""What a value of a kind looks like, whatever the request says: a value of another shape is not that kind's."""
+
+
+_SHAPED_NAME = {
+    "email": re.compile(r"(?:^|_)e-?mail(?:_?address)?$|email$", re.IGNORECASE),
+    "url": re.compile(r"(?:^|_)(?:url|uri)$", re.IGNORECASE),
+    "id": re.compile(r"(?:^|[_-])(?:id|ids|ID|IDs)$|(?<=[a-z])(?:Id|Ids|ID)$"),
+}
+
+
+def _fits_shape(value: str, name: str, spec: Mapping[str, Any]) -> bool:
+    """Whether a string has the shape its parameter asks for by its format or its very name (`format: email`
+    or `user_google_email`: an e-mail address; `format: uri` or `url`: a URL or host name; `format: date`: a
+    date; `sessionId`, `project_id`: one token, no spaces); any string fits a parameter that asks for none."""
+    form = str(spec.get("format") or "")
+    kind = {"email": "email", "idn-email": "email", "uri": "url", "url": "url", "iri": "url"}.get(form, form)
+    if kind not in _SHAPES:
+        kind = next((k for k, pattern in _SHAPED_NAME.items() if pattern.search(name)), "")
+    shape = _SHAPES.get(kind)
+    return shape is None or shape.fullmatch(value.strip()) is not None
 
 
 def _spans(pattern: re.Pattern[str], request: str) -> list[str]:

@@ -45,7 +45,7 @@ from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate
-from nexus_gateway.routing.mentions import named_servers
+from nexus_gateway.routing.mentions import named_servers, operation_words
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,11 @@ def _result(text: str, structured: dict[str, Any], *, error: bool = False) -> ty
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
     )
+
+
+def _same_operation(one: ToolRecord, other: ToolRecord) -> bool:
+    """Two servers' tools of the same name, word for word (`fork_repository`, `read_file`)."""
+    return one.server != other.server and operation_words(one.upstream_name) == operation_words(other.upstream_name)
 
 
 @dataclass(frozen=True)
@@ -257,7 +262,7 @@ class Runner:
         async with pool.lease(key) as engine_session:
             clock.lap("session")
             choice = await self._pick(generator, engine_session, query, results, trace, clock)
-            choice = self._named_elsewhere(query, choice, results, trace)
+            choice = self._server_check(query, choice, results, trace)
             if choice is None:
                 return self._candidates(results, trace)
             picked = choice.candidate
@@ -382,20 +387,31 @@ class Runner:
         trace["checked"] = [candidate.summary() for candidate in checked]
         return choice
 
-    def _named_elsewhere(
+    def _server_check(
         self, query: str, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]
     ) -> Choice | None:
-        """`choice`, proposed instead of called when the request names servers (routing/mentions.py) and the
-        tool is none of theirs ("run SELECT count(*) FROM events on postgres": not Sentry's `search_events`)."""
+        """`choice`, proposed instead of called when its server is in doubt: the request names servers
+        (routing/mentions.py) and the tool is none of theirs ("run SELECT count(*) FROM events on postgres":
+        not Sentry's `search_events`), or another server among the candidates offers the same operation
+        under the same name and the request does not name the chosen one ("fork vercel/next.js": GitHub's
+        or GitLab's `fork_repository`)."""
         if choice is None or choice.doubt is not None:
             return choice
         named = named_servers(query, self.gateway.servers())
         record = choice.candidate.record
-        if not named or record.server in named:
+        others = tuple(result for result in results if result.name != record.name)
+        if named and record.server not in named:
+            trace["named_servers"] = sorted(named)
+            why = f"the request names {', '.join(sorted(named))}, and {record.name} is not one of its tools"
+            return Choice(choice.candidate, why, others)
+        if record.server in named:
             return choice
-        trace["named_servers"] = sorted(named)
-        why = f"the request names {', '.join(sorted(named))}, and {record.name} is not one of its tools"
-        return Choice(choice.candidate, why, tuple(result for result in results if result.name != record.name))
+        twins = [other.name for other in others if _same_operation(record, self.gateway.resolve(other.name))]
+        if twins:
+            trace["same_operation"] = twins
+            why = f"{', '.join(twins)} does the same on another server, and the request does not say which"
+            return Choice(choice.candidate, why, others)
+        return choice
 
     async def _fill(
         self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult

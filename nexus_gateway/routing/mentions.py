@@ -34,3 +34,8 @@ def named_servers(request: str, servers: Iterable[str]) -> frozenset[str]:
     addresses read by their kind first, so a file called like a server does not name it)."""
     words = set(tokenize(routing_text(request)))
     return frozenset(server for server in servers if server_words(server) & words)
+
+
+def operation_words(tool: str) -> frozenset[str]:
+    """A tool name's words, stemmed (`fork_repository`, `forkRepository` and `fork-repositories` alike)."""
+    return frozenset(tokenize(words_of(tool)))

@@ -55,7 +55,9 @@ def test_a_schema_is_cold_until_compiled_and_again_in_a_session_too_deep_to_spli
     assert fresh.cold_schema(state, WEATHER) == "uncompiled"
     compile_tools(fresh, [WEATHER])
     assert fresh.cold_schema(state, WEATHER) is None  # depth 0: a splice is exact
-    fresh.append_text(state, "Earlier request: hello\nArguments: {}\n", logits=False)
-    assert fresh.splicer.policy.D == 1 and fresh.cold_schema(state, WEATHER) == "deep"
+    deep = fresh.open_session()
+    fresh.append_text(deep, "Earlier request: hello\nArguments: {}\n", logits=False)
+    assert fresh.splicer.policy.D == 1 and fresh.cold_schema(deep, WEATHER) == "deep"
+    assert fresh.cold_schema(deep, EMAIL) == "deep"  # not compiled either, but its block would not be used here
     monkeypatch.setattr(fresh, "store", None)
     assert fresh.cold_schema(fresh.open_session(), WEATHER) == "uncompiled"  # no store: always a full prefill

@@ -157,3 +157,33 @@ def test_a_value_the_request_holds_in_no_spelling_is_left_as_it_is():
     assert as_written(request, DISEASE, arguments) == arguments
     glued = as_written("rabies in dogsled teams", DISEASE, {"disease_name": "rabies", "species": "dog"})
     assert glued["species"] == "dog"
+
+
+def test_a_value_in_the_request_but_not_of_the_shape_its_parameter_asks_for_is_not_supported():
+    schema = {
+        "type": "object",
+        "properties": {
+            "user_google_email": {"type": "string"},
+            "site": {"type": "string", "format": "uri"},
+            "link_id": {"type": "string"},  # a name that only mentions links asks for no shape
+            "sessionId": {"type": "string"},
+        },
+        "required": ["user_google_email", "site", "link_id", "sessionId"],
+    }
+    request = "merge PR 57 on octo/app for sam@acme.io at acme.dev"
+    shaped = {"user_google_email": "sam@acme.io", "site": "acme.dev", "link_id": "57", "sessionId": "octo/app"}
+    assert grounding(request, schema, shaped).invented == 0
+    wrong = {"user_google_email": "octo/app", "site": "octo/app", "link_id": "57", "sessionId": "PR 57"}
+    assert grounding(request, schema, wrong).invented == 3  # an identifier has no spaces
+    assert ungrounded(request, schema, wrong) == ["user_google_email", "site", "sessionId"]
+
+
+def test_a_required_value_left_empty_counts_as_one_the_request_did_not_give():
+    schema = {
+        "type": "object",
+        "properties": {"filename": {"type": "string"}, "image_path": {"type": "string"}, "caption": {"type": "string"}},
+        "required": ["filename", "image_path"],
+    }
+    request = "show me this picture /home/sam/Pictures/cat.png"
+    filled = grounding(request, schema, {"filename": "/home/sam/Pictures/cat.png", "image_path": "", "caption": ""})
+    assert (filled.supported, filled.invented) == (1, 1)

@@ -22,11 +22,11 @@ def test_the_request_copied_into_a_free_text_parameter_is_supported_but_echoed_a
 def test_one_word_of_the_request_put_into_several_parameters_is_no_evidence_for_any_of_them():
     schema = {
         "type": "object",
-        "properties": {name: {"type": "string"} for name in ("user_email", "script_id", "deployment_id")},
-        "required": ["user_email", "script_id", "deployment_id"],
+        "properties": {name: {"type": "string"} for name in ("user_name", "script_id", "deployment_id")},
+        "required": ["user_name", "script_id", "deployment_id"],
     }
     request = "restart the web deployment"
-    slotted = grounding(request, schema, {"user_email": "restart", "script_id": "restart", "deployment_id": "restart"})
+    slotted = grounding(request, schema, {"user_name": "restart", "script_id": "restart", "deployment_id": "restart"})
     assert (slotted.supported, slotted.invented, slotted.echoed, slotted.evidence) == (3, 0, 3, 0)
     two = {
         "type": "object",

@@ -35,6 +35,8 @@ TOOLS = {
     "files__read_text_file": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
     "sentry__search_events": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
     "postgres__query": {"properties": {"sql": {"type": "string"}}, "required": ["sql"]},
+    "github__fork_repository": {"properties": {"repo": {"type": "string"}}, "required": ["repo"]},
+    "gitlab__fork_repository": {"properties": {"project_id": {"type": "string"}}, "required": ["project_id"]},
 }
 
 
@@ -170,6 +172,26 @@ async def test_a_sure_and_decisive_tool_of_another_server_than_the_one_the_reque
     structured = await run(named, generator, engine, request)  # the named server's own tool is called
     assert structured["status"] == "called" and named.called == [
         ("postgres__query", generator.plain["postgres__query"])
+    ]
+
+
+async def test_a_tool_another_server_offers_under_the_same_name_is_called_only_when_the_request_names_its_server():
+    def setup() -> tuple[Core, Generator, Engine]:
+        core = Core([("gitlab__fork_repository", 0.6), ("github__fork_repository", 0.58)])
+        fills = {"gitlab__fork_repository": {"project_id": "vercel/next.js"}, "github__fork_repository": {"repo": ""}}
+        engine = Engine({"gitlab__fork_repository": -10.0, "github__fork_repository": -25.0})
+        return core, Generator(fills, {}), engine
+
+    core, generator, engine = setup()
+    structured = await run(core, generator, engine, "fork vercel/next.js to my account")
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert (
+        structured["trace"]["same_operation"] == ["github__fork_repository"] and "another server" in structured["doubt"]
+    )
+    core, generator, engine = setup()
+    structured = await run(core, generator, engine, "fork vercel/next.js to my account on gitlab")
+    assert structured["status"] == "called" and core.called == [
+        ("gitlab__fork_repository", {"project_id": "vercel/next.js"})
     ]
 
 
