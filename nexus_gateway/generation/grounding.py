@@ -244,6 +244,7 @@ _SHAPES = {
     "date": _DATE,
     "date-time": _DATE_TIME,
     "id": re.compile(r"\S+"),
+    "path": re.compile(r"\S*[/\\~.]\S*"),
 }
 """What a value of a kind looks like, whatever the request says: a value of another shape is not that kind's."""
 
@@ -252,13 +253,15 @@ _SHAPED_NAME = {
     "email": re.compile(r"(?:^|_)e-?mail(?:_?address)?$|email$", re.IGNORECASE),
     "url": re.compile(r"(?:^|_)(?:url|uri)$", re.IGNORECASE),
     "id": re.compile(r"(?:^|[_-])(?:id|ids|ID|IDs)$|(?<=[a-z])(?:Id|Ids|ID)$"),
+    "path": re.compile(r"(?:^|[_-])(?:path|paths)$|(?<=[a-z])Paths?$"),
 }
 
 
 def _fits_shape(value: str, name: str, spec: Mapping[str, Any]) -> bool:
     """Whether a string has the shape its parameter asks for by its format or its very name (`format: email`
     or `user_google_email`: an e-mail address; `format: uri` or `url`: a URL or host name; `format: date`: a
-    date; `sessionId`, `project_id`: one token, no spaces); any string fits a parameter that asks for none."""
+    date; `sessionId`, `project_id`: one token, no spaces; `repo_path`, `filePath`: a path, with a `/`, `\\`,
+    `~` or `.` in it, not a bare word such as "staging"); any string fits a parameter that asks for none."""
     form = str(spec.get("format") or "")
     kind = {"email": "email", "idn-email": "email", "uri": "url", "url": "url", "iri": "url"}.get(form, form)
     if kind not in _SHAPES:
@@ -318,14 +321,19 @@ def narrowed_schema(schema: Mapping[str, Any], narrowed: Mapping[str, Sequence[A
     return {**schema, "properties": properties}
 
 
+_IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)\w[\w.-]{2,}\w(?![\w@/-])")
+"""A token of letters and digits together, 4 characters or more: `C01ABCD`, `PROJ-88`, `a1b2c3d`, `api-7d9f`."""
+
+
 def salient_values(request: str) -> list[str]:
-    """The request's most specific values: URLs, e-mail addresses and paths (what a tool it is meant for
-    takes as an argument)."""
+    """The request's most specific values: URLs, e-mail addresses, paths and identifiers (what a tool it is
+    meant for takes as an argument)."""
     urls = _spans(_URL, request)
     emails = _spans(_EMAIL, request)
-    rest = _URL.sub(" ", request)
+    rest = _EMAIL.sub(" ", _URL.sub(" ", request))
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
-    return list(dict.fromkeys([*urls, *emails, *paths]))
+    identifiers = _spans(_IDENTIFIER, _PATH.sub(" ", rest))
+    return list(dict.fromkeys([*urls, *emails, *paths, *identifiers]))
 
 
 def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:

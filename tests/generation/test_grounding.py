@@ -4,7 +4,14 @@ import zoneinfo
 
 from nexus_gateway.generation.domains import time_zones, with_domains
 from nexus_gateway.generation.grammar import grammar_for
-from nexus_gateway.generation.grounding import as_written, grounding, invented_optional, ungrounded
+from nexus_gateway.generation.grounding import (
+    as_written,
+    grounding,
+    ignores_request,
+    invented_optional,
+    salient_values,
+    ungrounded,
+)
 
 CURRENT = {
     "type": "object",
@@ -107,9 +114,10 @@ def test_a_path_is_from_the_request_only_as_written_with_its_leading_slash():
 
 def test_words_of_a_value_scattered_in_the_request_do_not_make_it_supported():
     request = "book a table at the construction site cafe"
-    assert grounding(request, READ, {"path": "construction site"}).invented == 0
-    assert grounding(request, READ, {"path": "site construction"}).invented == 1
-    assert grounding(request, READ, {"path": "cafe table"}).invented == 1
+    place = {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]}
+    assert grounding(request, place, {"place": "construction site"}).invented == 0
+    assert grounding(request, place, {"place": "site construction"}).invented == 1
+    assert grounding(request, place, {"place": "cafe table"}).invented == 1
 
 
 def test_ungrounded_names_every_argument_whose_value_the_request_lacks():
@@ -174,6 +182,7 @@ def test_a_value_in_the_request_but_not_of_the_shape_its_parameter_asks_for_is_n
     shaped = {"user_google_email": "sam@acme.io", "site": "acme.dev", "link_id": "57", "sessionId": "octo/app"}
     assert grounding(request, schema, shaped).invented == 0
     wrong = {"user_google_email": "octo/app", "site": "octo/app", "link_id": "57", "sessionId": "PR 57"}
+    assert grounding("describe payments in staging", READ, {"path": "staging"}).invented == 1  # a word, not a path
     assert grounding(request, schema, wrong).invented == 3  # an identifier has no spaces
     assert ungrounded(request, schema, wrong) == ["user_google_email", "site", "sessionId"]
 
@@ -187,3 +196,16 @@ def test_a_required_value_left_empty_counts_as_one_the_request_did_not_give():
     request = "show me this picture /home/sam/Pictures/cat.png"
     filled = grounding(request, schema, {"filename": "/home/sam/Pictures/cat.png", "image_path": "", "caption": ""})
     assert (filled.supported, filled.invented) == (1, 1)
+
+
+def test_an_identifier_in_the_request_is_salient_and_a_tool_that_takes_none_of_it_ignores_the_request():
+    request = "what's been said recently in #general (C01ABCD)"
+    assert salient_values(request) == ["C01ABCD"]
+    assert ignores_request(request, {}) == ["C01ABCD"]
+    assert ignores_request(request, {"channel_id": "C01ABCD"}) == []
+    assert salient_values("email bob@example.com about PROJ-88 at https://x.io/a1b2") == [
+        "https://x.io/a1b2",
+        "bob@example.com",
+        "PROJ-88",
+    ]
+    assert salient_values("python 3.13 release notes for Q4") == []  # no letters and digits in one token of 4+

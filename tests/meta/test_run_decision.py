@@ -195,6 +195,19 @@ async def test_a_tool_another_server_offers_under_the_same_name_is_called_only_w
     ]
 
 
+async def test_a_tool_that_takes_nothing_from_the_request_is_called_only_when_the_ranking_is_decisive():
+    fills = {"hello__debug": {}, "time__get_current_time": {"timezone": "Europe/London"}}  # the rival invents
+    core = Core([("hello__debug", 0.5), ("time__get_current_time", 0.49)])
+    split = Engine({"hello__debug": -12.0, "time__get_current_time": -10.0})  # the model prefers the other one
+    structured = await run(core, Generator(fills, {}), split, "show me the debug info")
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert "takes nothing from the request" in structured["doubt"] and structured["trace"]["routing"] == "close"
+    core = Core([("hello__debug", 0.5), ("time__get_current_time", 0.49)])
+    agreed = Engine({"hello__debug": -10.0, "time__get_current_time": -20.0})
+    structured = await run(core, Generator(fills, {}), agreed, "show me the debug info")
+    assert structured["status"] == "called" and core.called == [("hello__debug", {})], structured
+
+
 async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_ranked_tool():
     core = Core([("time__get_current_time", 0.5), ("browser__wait_for", 0.49)])
     request = "what time is it in Atlantis?"  # no zone to narrow to: the time tool's zone stays invented
