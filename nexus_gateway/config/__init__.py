@@ -294,6 +294,11 @@ class NexusSettings(BaseModel):
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
     rerank_k: int = Field(default=5, ge=1, le=20)
+    run_min_score: float | None = None
+    """`run` calls a tool only when its retrieval score reaches this; below it, however sure the rest, the call is
+    proposed (a request no tool matches closely). Unset: 0.40 with the default embedder (on the everyday development
+    set every right call scored 0.45 or more, three of six wrong ones 0.27-0.37), 0 (off) with any other, whose
+    scores are on another scale."""
     """Below the margin gate, the local model scores this many of the best tools, fused with retrieval (`run`, and
     `search_tools` with `rerank`)."""
     search_rerank: bool = False

@@ -46,11 +46,14 @@ from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate
 from nexus_gateway.routing.mentions import named_servers, operation_words
+from nexus_gateway.routing.specs import DEFAULT_SPEC
 
 logger = logging.getLogger(__name__)
 
 FILL_CHECKS = 3
 """Below the gate, at most this many tools are filled: the model's choice, then the next best ones."""
+DEFAULT_MIN_SCORE = 0.40
+"""`run_min_score` with the default embedder (config/__init__.py says how it was chosen)."""
 RESULT_CHARS = 200
 """How much of a result a session keeps in its history."""
 
@@ -263,6 +266,7 @@ class Runner:
             clock.lap("session")
             choice = await self._pick(generator, engine_session, query, results, trace, clock)
             choice = self._server_check(query, choice, results, trace)
+            choice = self._close_enough(choice, results, trace)
             if choice is None:
                 return self._candidates(results, trace)
             picked = choice.candidate
@@ -419,6 +423,21 @@ class Runner:
             why = f"{', '.join(twins)} does the same on another server, and the request does not say which"
             return Choice(choice.candidate, why, others)
         return choice
+
+    def _close_enough(self, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]) -> Choice | None:
+        """`choice`, proposed instead of called when its retrieval score is below `run_min_score`: no tool of the
+        catalog matches the request closely, so the model's preference among weak matches is no ground to act."""
+        floor = self.settings.run_min_score
+        if floor is None:
+            floor = DEFAULT_MIN_SCORE if self.settings.embedder == DEFAULT_SPEC else 0.0
+        if choice is None or choice.doubt is not None or choice.candidate.result.score >= floor:
+            return choice
+        record = choice.candidate.record
+        why = (
+            f"no tool matches the request closely ({record.name} scores {choice.candidate.result.score:.2f} < {floor})"
+        )
+        trace["min_score"] = floor
+        return Choice(choice.candidate, why, tuple(result for result in results if result.name != record.name))
 
     async def _fill(
         self, generator: ArgumentGenerator, session: Session, query: str, result: SearchResult

@@ -208,6 +208,21 @@ async def test_a_tool_that_takes_nothing_from_the_request_is_called_only_when_th
     assert structured["status"] == "called" and core.called == [("hello__debug", {})], structured
 
 
+async def test_a_sure_decisive_tool_that_matches_the_request_only_weakly_is_proposed_unless_the_floor_is_off():
+    fills = {"time__get_current_time": {"timezone": "Europe/Paris"}, "hello__debug": {}}
+    engine = Engine({"time__get_current_time": -10.0, "hello__debug": -30.0})
+    core = Core([("time__get_current_time", 0.35), ("hello__debug", 0.1)])
+    structured = await run(core, Generator(fills, {}), engine, PARIS)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert "matches the request closely" in structured["doubt"] and structured["trace"]["min_score"] == 0.4
+    core = Core([("time__get_current_time", 0.35), ("hello__debug", 0.1)])
+    core.settings = NexusSettings(run_min_score=0)
+    structured = await run(core, Generator(fills, {}), engine, PARIS)
+    assert structured["status"] == "called" and core.called == [
+        ("time__get_current_time", fills["time__get_current_time"])
+    ]
+
+
 async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_ranked_tool():
     core = Core([("time__get_current_time", 0.5), ("browser__wait_for", 0.49)])
     request = "what time is it in Atlantis?"  # no zone to narrow to: the time tool's zone stays invented
@@ -252,12 +267,12 @@ async def test_a_best_candidate_filled_only_by_an_echo_is_proposed_with_the_othe
 
 
 async def test_an_automatic_choice_that_is_not_sure_is_re_ranked_like_any_other():
-    core = Core([("browser__wait_for", 0.9), ("time__get_current_time", 0.3)], automatic=True)
+    core = Core([("browser__wait_for", 0.9), ("time__get_current_time", 0.45), ("hello__debug", 0.1)], automatic=True)
     generator = Generator(
-        {**CATCH_ALL, "time__get_current_time": {"timezone": "Europe/London"}},
+        {**CATCH_ALL, "time__get_current_time": {"timezone": "Europe/London"}, "hello__debug": {}},
         {"time__get_current_time": {"timezone": "Europe/Paris"}},
-    )
-    engine = Engine({"time__get_current_time": -10.0, "browser__wait_for": -20.0})
+    )  # three candidates: with two, standardized evidence that disagrees always ties
+    engine = Engine({"time__get_current_time": -10.0, "browser__wait_for": -30.0, "hello__debug": -35.0})
     structured = await run(core, generator, engine, PARIS)
     assert core.called == [("time__get_current_time", {"timezone": "Europe/Paris"})], structured
     trace = structured["trace"]
