@@ -294,6 +294,10 @@ class NexusSettings(BaseModel):
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
     rerank_k: int = Field(default=5, ge=1, le=20)
+    warm_blocks: bool = True
+    """Once the local model has started, compile every catalog tool's re-ranking block in the background (about
+    60 tokens, 1 MB a tool in `compiled_schemas/`; 843 tools took 10 minutes on 2 cores), so re-ranking reads only
+    the request; false: each block is compiled the first time its tool is re-ranked."""
     run_min_score: float | None = None
     """`run` calls a tool only when its retrieval score reaches this; below it, however sure the rest, the call is
     proposed (a request no tool matches closely). Unset: 0.40 with the default embedder (on the everyday development

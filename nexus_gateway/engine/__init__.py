@@ -139,7 +139,8 @@ class Engine(Protocol):
     async def cold_schema(self, session: Session, record: ToolRecord) -> ColdSchema | None:
         """Why `record`'s full schema would enter `session` by a full prefill now, which its signature would
         spare: `uncompiled` (no block yet, or no block store), `deep` (the session is deeper than the splice
-        policy trusts a splice at); None when it would be spliced (or the engine prefills cheaply anyway)."""
+        policy trusts a splice at, or the schema is longer than the context); None when it would be spliced (or
+        the engine prefills cheaply anyway)."""
         ...
 
     async def prepare_scoring(self, records: Sequence[ToolRecord]) -> int:

@@ -175,9 +175,10 @@ class Runtime:
         """Why `record`'s full schema would enter `state` by a full prefill (Engine.cold_schema), or None. Depth
         first: a session too deep to splice into would not use the block, so its absence is not reported."""
         tokens, key = self.tool_tokens(record)
-        if self.splicer.policy.decide(state.n_past - self.anchor, len(tokens)).mode == "prefill":
+        too_long = self.anchor + len(tokens) >= self.ctx.n_ctx  # no block is ever compiled for it
+        if too_long or self.splicer.policy.decide(state.n_past - self.anchor, len(tokens)).mode == "prefill":
             return "deep"
-        if self.store is None or self.anchor + len(tokens) >= self.ctx.n_ctx or not self.store.path_for(key).is_file():
+        if self.store is None or not self.store.path_for(key).is_file():
             return "uncompiled"
         return None
 

@@ -118,7 +118,7 @@ class ArgumentGenerator:
         self.engine = engine
         self.mode = check_mode(mode)
         self.cold = check_mode(cold) if cold is not None else None
-        """Splice mode: how a tool whose block is not compiled yet is shown (None: compile it first)."""
+        """Splice mode: how a tool whose full schema would be prefilled is shown (None: compile its block first)."""
         self.max_tokens = max_tokens
         self.copy_bias = copy_bias
         self._plans: dict[str, GrammarPlan] = {}

@@ -9,7 +9,9 @@ filled, and taken when its required arguments come from the request (generation/
 validate; if they do not, the next ones in re-ranked order are tried the same way (`FILL_CHECKS` in
 all). When no candidate makes the request likelier than no tool, or the request fills none of them, the
 candidates come back instead of a guess. The trace says which (`routing`: reranked, grounded or
-ambiguous), with every candidate's scores, the choice and its time.
+ambiguous), with every candidate's scores, the choice and its time. A sure choice is still only proposed
+when its server is in doubt (`_server_check`: the request names another server, or another server offers
+the same operation) or no tool matches the request closely (`_close_enough`: `nexus.run_min_score`).
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -68,9 +70,11 @@ def _result(text: str, structured: dict[str, Any], *, error: bool = False) -> ty
     )
 
 
-def _same_operation(one: ToolRecord, other: ToolRecord) -> bool:
+def _same_operation(one: ToolRecord, other: ToolRecord | None) -> bool:
     """Two servers' tools of the same name, word for word (`fork_repository`, `read_file`)."""
-    return one.server != other.server and operation_words(one.upstream_name) == operation_words(other.upstream_name)
+    if other is None or one.server == other.server:
+        return False
+    return operation_words(one.upstream_name) == operation_words(other.upstream_name)
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,7 @@ class Runner:
         self._generator: ArgumentGenerator | None = None
         self._pool: SessionPool | None = None
         self._reranker: Reranker | None = None
-        self.warmer = BlockWarmer(lambda: list(gateway.catalog))
+        self.warmer = BlockWarmer(lambda: list(gateway.catalog), scoring=gateway.settings.warm_blocks)
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
@@ -417,12 +421,19 @@ class Runner:
             return Choice(choice.candidate, why, others)
         if record.server in named:
             return choice
-        twins = [other.name for other in others if _same_operation(record, self.gateway.resolve(other.name))]
+        twins = [other.name for other in others if _same_operation(record, self._record(other.name))]
         if twins:
             trace["same_operation"] = twins
             why = f"{', '.join(twins)} does the same on another server, and the request does not say which"
             return Choice(choice.candidate, why, others)
         return choice
+
+    def _record(self, name: str) -> ToolRecord | None:
+        """The tool `name`, or None when it is gone or withheld since the search."""
+        try:
+            return self.gateway.resolve(name)
+        except NexusError:
+            return None
 
     def _close_enough(self, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]) -> Choice | None:
         """`choice`, proposed instead of called when its retrieval score is below `run_min_score`: no tool of the

@@ -33,10 +33,13 @@ class BlockWarmer:
     """Made with the runner (so `busy` counts every run); compiles once `attach` gives it the engine (the
     runner starts `run` then, in the gateway's task group)."""
 
-    def __init__(self, records: Callable[[], Sequence[ToolRecord]]) -> None:
+    def __init__(self, records: Callable[[], Sequence[ToolRecord]], *, scoring: bool = True) -> None:
+        """`scoring`: compile every catalog tool's scoring block (`nexus.warm_blocks`); else only the schema
+        blocks of the tools shown cold."""
         self._engine: Engine | None = None
         self._generator: ArgumentGenerator | None = None
         self._records = records
+        self._scoring_on = scoring
         self._runs = 0
         self._quiet = anyio.Event()
         self._quiet.set()
@@ -111,7 +114,7 @@ class BlockWarmer:
 
     async def _scoring(self) -> None:
         engine = self._engine
-        if engine is None:
+        if engine is None or not self._scoring_on:
             return
         distinct = {record.content_hash or record.name: record for record in self._records()}
         self.scoring_total = len(distinct)

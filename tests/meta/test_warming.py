@@ -94,3 +94,17 @@ async def test_no_block_job_starts_while_a_run_is_in_progress_and_cold_schemas_c
         await generator.generate(Session(0), catalog[1], "look up x")
         assert engine.jobs[-1] == "fill s__b splice" and warmer.status()["schema_blocks_compiled"] == 1
         group.cancel_scope.cancel()
+
+
+async def test_with_warm_blocks_off_only_the_schemas_shown_cold_are_compiled():
+    engine, catalog = Engine(), [tool("a"), tool("b")]
+    warmer = BlockWarmer(lambda: catalog, scoring=False)
+    generator = ArgumentGenerator(engine, mode="splice", cold="signature")  # type: ignore[arg-type]
+    async with anyio.create_task_group() as group:
+        group.start_soon(warmer.run)
+        warmer.attach(engine, generator)  # type: ignore[arg-type]
+        await generator.generate(Session(0), catalog[0], "look up x")
+        warmer.wake()
+        await anyio.wait_all_tasks_blocked()
+        assert engine.jobs == ["fill s__a signature", "schema s__a"] and warmer.settled
+        group.cancel_scope.cancel()
