@@ -73,7 +73,9 @@ class BlockWarmer:
 
     @property
     def settled(self) -> bool:
-        """Nothing left to compile for the catalog as it was last looked at."""
+        """Nothing left to compile for the catalog as it was last looked at (nothing can be without an engine)."""
+        if self._engine is None:
+            return True
         idle = not self.working and not self._wake.is_set()
         return idle and not self._pending and len(self._warmed) >= self.scoring_total
 
