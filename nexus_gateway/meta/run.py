@@ -11,7 +11,8 @@ all). When no candidate makes the request likelier than no tool, or the request 
 candidates come back instead of a guess. The trace says which (`routing`: reranked, grounded or
 ambiguous), with every candidate's scores, the choice and its time. A sure choice is still only proposed
 when its server is in doubt (`_server_check`: the request names another server, or another server offers
-the same operation) or no tool matches the request closely (`_close_enough`: `nexus.run_min_score`).
+the same operation), its name says it does something else than the request's verb asks (`_operation_check`)
+or no tool matches the request closely (`_close_enough`: `nexus.run_min_score`).
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -46,7 +47,7 @@ from nexus_gateway.generation.grounding import Grounding, grounding, ignores_req
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
-from nexus_gateway.routing import gate
+from nexus_gateway.routing import gate, operations
 from nexus_gateway.routing.mentions import named_servers, operation_words
 from nexus_gateway.routing.specs import DEFAULT_SPEC
 
@@ -270,6 +271,7 @@ class Runner:
             clock.lap("session")
             choice = await self._pick(generator, engine_session, query, results, trace, clock)
             choice = self._server_check(query, choice, results, trace)
+            choice = self._operation_check(request, choice, results, trace)
             choice = self._close_enough(choice, results, trace)
             if choice is None:
                 return self._candidates(results, trace)
@@ -427,6 +429,23 @@ class Runner:
             why = f"{', '.join(twins)} does the same on another server, and the request does not say which"
             return Choice(choice.candidate, why, others)
         return choice
+
+    def _operation_check(
+        self, request: str, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]
+    ) -> Choice | None:
+        """`choice`, proposed instead of called when its name says it does another kind of thing than the
+        request's leading verb asks, or the verb names another candidate (routing/operations.py: "create a jira
+        ticket" is not `jira_get_project_fields`, "reply in the thread" is `reply_to_thread`, not `post_message`)."""
+        if choice is None or choice.doubt is not None:
+            return choice
+        record = choice.candidate.record
+        others = tuple(result for result in results if result.name != record.name)
+        names = [found.upstream_name for result in others if (found := self._record(result.name)) is not None]
+        why = operations.conflict(request, record.upstream_name, names)
+        if why is None:
+            return choice
+        trace["operation"] = why
+        return Choice(choice.candidate, why, others)
 
     def _record(self, name: str) -> ToolRecord | None:
         """The tool `name`, or None when it is gone or withheld since the search."""

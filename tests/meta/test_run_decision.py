@@ -37,6 +37,11 @@ TOOLS = {
     "postgres__query": {"properties": {"sql": {"type": "string"}}, "required": ["sql"]},
     "github__fork_repository": {"properties": {"repo": {"type": "string"}}, "required": ["repo"]},
     "gitlab__fork_repository": {"properties": {"project_id": {"type": "string"}}, "required": ["project_id"]},
+    "jira__get_project_fields": {"properties": {"project": {"type": "string"}}, "required": ["project"]},
+    "jira__create_issue": {
+        "properties": {"project": {"type": "string"}, "summary": {"type": "string"}},
+        "required": ["project", "summary"],
+    },
 }
 
 
@@ -334,3 +339,20 @@ async def test_a_best_tool_that_takes_nothing_from_the_request_is_proposed_when_
         assert structured["status"] == "called" and structured["trace"]["tool"] == "db__list_tables", structured
     finally:
         del TOOLS["db__list_tables"], TOOLS["db__describe_table"]
+
+
+async def test_a_sure_decisive_tool_whose_name_does_another_kind_of_thing_than_the_request_asks_is_proposed():
+    request = "create a jira ticket in project WEB: checkout is broken"
+    core = Core([("jira__get_project_fields", 0.7), ("jira__create_issue", 0.65)])
+    fills = {
+        "jira__get_project_fields": {"project": "WEB"},
+        "jira__create_issue": {"project": "WEB", "summary": "checkout is broken"},
+    }
+    engine = Engine({"jira__get_project_fields": -10.0, "jira__create_issue": -25.0})
+    structured = await run(core, Generator(fills, {}), engine, request)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["trace"]["operation"] == "the request asks to create, and get_project_fields reads"
+    core = Core([("jira__create_issue", 0.7), ("jira__get_project_fields", 0.65)])
+    engine = Engine({"jira__create_issue": -10.0, "jira__get_project_fields": -25.0})
+    structured = await run(core, Generator(fills, {}), engine, request)  # the tool named for it is called
+    assert structured["status"] == "called" and core.called == [("jira__create_issue", fills["jira__create_issue"])]

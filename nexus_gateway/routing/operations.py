@@ -1,0 +1,117 @@
+"""What a request asks to do, and whether a tool's name says the same.
+
+    request_verb("create a jira ticket in project WEB")          -> "create"
+    conflict("create a jira ticket ...", "jira_get_project_fields") -> "the request asks to create; ... reads"
+    request_verb("what time is it in Paris?")                    -> None (a question names no operation)
+
+An imperative request begins with the operation it wants ("create", "reply", "install", "show"), after
+politeness ("please", "can you") and a leading "with puppeteer," or "on github,". A tool's name says what it
+does with a verb as often as not (`create_issue`, `get_project_fields`, `uninstall_helm_chart`). When both
+say one, and they are of different kinds (a read against a write, an install against an uninstall), the tool
+does something else than what was asked, however well its description and parameters match the request's
+words: retrieval and the re-ranker both read those, and on the everyday sets that is how a wrong tool of the
+right shape won (`jira_get_project_fields` for "create a jira ticket", `uninstall_helm_chart` for "install the
+redis chart"). The same goes for a request whose verb names another candidate exactly ("reply 'on it' in the
+thread": `reply_to_thread`, not `post_message`). `run` proposes instead of calling then (meta/run.py); nothing
+here changes a ranking.
+
+Only the leading verb is read: a word like "post", "file", "list" or "set" is as often a noun ("the blog post",
+"my todo list"), and a question ("what's on my calendar") or a request that opens with its object states no
+operation, so nothing is concluded from them. "run" and "execute" say nothing of the kind of operation (a
+query is run, so is a script), and verbs outside the lists below are not read at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from nexus_gateway.routing.retriever import words_of
+
+READ, CREATE, UPDATE, DELETE = "read", "create", "update", "delete"
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_KINDS: dict[str, frozenset[str]] = {
+    READ: _words("get list show read search find fetch query describe view lookup look check count inspect retrieve"),
+    CREATE: _words("create add make insert post write submit publish upload install save put set reply"),
+    UPDATE: _words(
+        "update edit change modify rename move replace patch set save put write add remove clear cancel assign"
+        " transition"
+    ),
+    DELETE: _words("delete remove drop uninstall destroy purge erase forget clear cancel"),
+}
+_NAMING = _words("send run execute trigger start launch")
+"""Verbs of no kind: "send a GET request" reads, "run SELECT ..." queries; they only name tools (`send_message`)."""
+_WHAT: dict[str, str] = {READ: "reads", CREATE: "creates", UPDATE: "changes", DELETE: "deletes"}
+_FILLER = _words(
+    "please pls plz kindly can could would will you u go ahead and hey hi ok okay now just i we want wanna need to"
+    " let lets let's us quickly also then"
+)
+_LEADING_CLAUSE = re.compile(r"^(?:with|using|via|on|in|through|from)\b[^,]{1,60},\s*", re.IGNORECASE)
+_WORD = re.compile(r"[a-z][a-z']*")
+
+
+def _base(word: str) -> str:
+    """A word as tool names and requests are compared: a light stem (create, creates, created, creating ->
+    creat; replies -> reply). BM25's tokenizer is not used: it drops "get" and "set" as stopwords."""
+    word = word.lower()
+    for suffix in ("ing", "ies", "es", "s", "ed"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+_KIND_OF: dict[str, frozenset[str]] = {_base(verb): frozenset() for verb in _NAMING}
+for _kind, _verbs in _KINDS.items():
+    for _verb in _verbs:
+        _KIND_OF[_base(_verb)] = _KIND_OF.get(_base(_verb), frozenset()) | {_kind}
+
+
+def request_verb(request: str) -> str | None:
+    """The verb an imperative request opens with, as written (lower case), or None when it opens with none
+    of the verbs read here."""
+    text = _LEADING_CLAUSE.sub("", request.strip())
+    for word in _WORD.findall(text.lower()):
+        if word in _FILLER:
+            continue
+        return word if _base(word) in _KIND_OF else None
+    return None
+
+
+def name_words(tool: str) -> frozenset[str]:
+    """The words of a tool's name in base form (`get_project_fields` -> get, project, field)."""
+    return frozenset(_base(word) for word in _WORD.findall(words_of(tool).lower()))
+
+
+def kinds(words: Iterable[str]) -> frozenset[str]:
+    """The kinds of operation these (base-form) words name."""
+    found: frozenset[str] = frozenset()
+    for word in words:
+        found |= _KIND_OF.get(word, frozenset())
+    return found
+
+
+def conflict(request: str, tool: str, others: Iterable[str] = ()) -> str | None:
+    """Why `tool` (a tool's name, as its server calls it) does not do what `request` asks, or None: its name
+    names an operation of another kind than the request's verb, or the verb names one of `others` (the other
+    candidates' names) exactly and not `tool`."""
+    verb = request_verb(request)
+    if verb is None:
+        return None
+    base, words = _base(verb), name_words(tool)
+    if base in words:
+        return None
+    asked, done = _KIND_OF[base], kinds(words)
+    if asked and done and not asked & done:
+        what = " or ".join(_WHAT[kind] for kind in sorted(done))
+        return f"the request asks to {verb}, and {tool} {what}"
+    if asked != {READ}:
+        named = sorted(other for other in others if base in name_words(other))
+        if named:
+            return f"the request asks to {verb}, which {', '.join(named)} is named for"
+    return None

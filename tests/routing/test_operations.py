@@ -1,0 +1,82 @@
+"""`conflict`: a tool whose name does another kind of thing than the request's leading verb asks, or a request
+whose verb names another candidate; and nothing concluded where a request states no operation."""
+
+from __future__ import annotations
+
+import pytest
+
+from nexus_gateway.routing.operations import conflict, name_words, request_verb
+
+
+@pytest.mark.parametrize(
+    ("request_text", "verb"),
+    [
+        ("create a jira ticket in project WEB", "create"),
+        ("can you please list the pods in prod", "list"),
+        ("with puppeteer, show me the page title", "show"),
+        ("on github, delete the branch old-ui", "delete"),
+        ("what time is it in Paris?", None),  # a question states no operation
+        ("in /home/sam/app/config.yaml change debug to false", None),  # it opens with its object
+        ("stage src/cart.py", None),  # a verb not read here
+    ],
+)
+def test_the_leading_verb_of_a_request_is_read_after_politeness_and_a_leading_clause(
+    request_text: str, verb: str | None
+):
+    assert request_verb(request_text) == verb
+
+
+def test_tool_names_are_read_in_every_casing_and_inflection():
+    assert name_words("jira_get_project_fields") == {"jira", "get", "project", "field"}
+    assert name_words("getCurrentTime") == name_words("get-current-times") == {"get", "current", "tim"}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tool", "others", "why"),
+    [
+        (
+            "create a jira ticket in project WEB",
+            "jira_get_project_fields",
+            [],
+            "the request asks to create, and jira_get_project_fields reads",
+        ),
+        (
+            "install the bitnami/redis helm chart",
+            "uninstall_helm_chart",
+            ["install_helm_chart"],
+            "the request asks to install, and uninstall_helm_chart deletes",
+        ),
+        (
+            "reply 'on it' in the thread 1712345678.000200",
+            "slack_post_message",
+            ["slack_reply_to_thread"],
+            "the request asks to reply, which slack_reply_to_thread is named for",
+        ),
+        ("please delete /tmp/old.log", "read_file", [], "the request asks to delete, and read_file reads"),
+    ],
+)
+def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_verb_is_a_conflict(
+    request_text: str, tool: str, others: list[str], why: str
+):
+    assert conflict(request_text, tool, others) == why
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tool", "others"),
+    [
+        ("create a jira ticket in project WEB", "jira_create_issue", []),
+        ("make a new folder /tmp/posts", "create_directory", []),  # make and create: the same kind
+        ("make an automation for the porch light", "ha_config_set_automation", []),  # set creates or changes
+        ("forget everything about Bob", "delete_entities", []),
+        ("send a GET request to https://example.com/health", "fetch", []),  # send is of no kind
+        ("run SELECT 1 on postgres", "query", []),  # nor is run
+        ("what time is it in Paris?", "get_current_time", ["convert_time"]),
+        ("find github repos about rust", "search_repositories", ["find_dead_code"]),  # a read verb names no rival
+        ("stage src/cart.py", "git_add", []),
+        ("close the browser", "browser_close", []),  # a verb not read here concludes nothing
+    ],
+)
+def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
+    request_text: str, tool: str, others: list[str]
+):
+    assert conflict(request_text, tool, others) is None
