@@ -323,17 +323,20 @@ def narrowed_schema(schema: Mapping[str, Any], narrowed: Mapping[str, Sequence[A
 
 _IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)\w[\w.-]{2,}\w(?![\w@/-])")
 """A token of letters and digits together, 4 characters or more: `C01ABCD`, `PROJ-88`, `a1b2c3d`, `api-7d9f`."""
+_SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w/@-])")
+"""Two names joined by a slash, no spaces: an owner and a repository or chart (`octo/app`, `bitnami/redis`)."""
 
 
 def salient_values(request: str) -> list[str]:
-    """The request's most specific values: URLs, e-mail addresses, paths and identifiers (what a tool it is
-    meant for takes as an argument)."""
+    """The request's most specific values: URLs, e-mail addresses, paths, owner/name slugs and identifiers
+    (what a tool it is meant for takes as an argument)."""
     urls = _spans(_URL, request)
     emails = _spans(_EMAIL, request)
     rest = _EMAIL.sub(" ", _URL.sub(" ", request))
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
-    identifiers = _spans(_IDENTIFIER, _PATH.sub(" ", rest))
-    return list(dict.fromkeys([*urls, *emails, *paths, *identifiers]))
+    slugs = _spans(_SLUG, rest)
+    identifiers = _spans(_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
+    return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers]))
 
 
 def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:
@@ -341,9 +344,16 @@ def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:
     one filled from other words, for "read the file /tmp/hello.txt"); empty when it has none or one is used."""
     salient = salient_values(request)
     written = "\n".join(_strings(arguments)).lower()
-    if not salient or any(value.lower() in written for value in salient):
+    if not salient or any(_used(value.lower(), written) for value in salient):
         return []
     return salient
+
+
+def _used(value: str, written: str) -> bool:
+    """Whether the arguments hold `value`: whole, or a slug's parts apart (`{"owner": "octo", "repo": "app"}`)."""
+    if value in written:
+        return True
+    return bool(_SLUG.fullmatch(value)) and all(part in written for part in value.split("/"))
 
 
 def _strings(value: Any) -> list[str]:

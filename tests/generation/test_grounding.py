@@ -209,3 +209,12 @@ def test_an_identifier_in_the_request_is_salient_and_a_tool_that_takes_none_of_i
         "PROJ-88",
     ]
     assert salient_values("python 3.13 release notes for Q4") == []  # no letters and digits in one token of 4+
+
+
+def test_an_owner_and_name_slug_is_salient_and_used_whole_or_by_its_parts():
+    request = "close issue 34 in octo/app"
+    assert salient_values(request) == ["octo/app"]
+    assert ignores_request(request, {}) == ["octo/app"]  # a tool without parameters takes nothing of it
+    assert ignores_request(request, {"owner": "octo", "repo": "app", "issue_number": 34}) == []
+    assert ignores_request("fork vercel/next.js", {"repository": "vercel/next.js"}) == []
+    assert salient_values("read /home/sam/a/b.txt") == ["/home/sam/a/b.txt"]  # a path is no slug
