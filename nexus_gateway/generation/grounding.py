@@ -122,7 +122,28 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
         return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
     forms = spoken_forms(name, spec, str(item))
-    return any(occurs(form, request) for form in forms) if forms is not None else occurs(str(item), request)
+    if forms is not None:
+        return any(occurs(form, request) for form in forms)
+    text = str(item)
+    return occurs(text, request) or _in_slug(text, request) or _same_clock_time(text, request)
+
+
+def _in_slug(value: str, request: str) -> bool:
+    """`value` is one side of a slug of the request: `octo` and `app` of "octo/app" (an owner and a repository)."""
+    value = value.strip().casefold()
+    return bool(value) and any(value in slug.casefold().split("/") for slug in _SLUG.findall(request))
+
+
+_CLOCK = re.compile(r"^0?(\d{1,2}):(\d{2})$")
+
+
+def _same_clock_time(value: str, request: str) -> bool:
+    """`value` is a time of day the request writes with or without a leading zero (`09:30` for "9:30")."""
+    match = _CLOCK.match(value.strip())
+    if match is None:
+        return False
+    hour, minute = int(match.group(1)), match.group(2)
+    return any(occurs(form, request) for form in (f"{hour}:{minute}", f"{hour:02d}:{minute}"))
 
 
 _WORD = re.compile(r"\w+")

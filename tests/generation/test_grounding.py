@@ -218,3 +218,14 @@ def test_an_owner_and_name_slug_is_salient_and_used_whole_or_by_its_parts():
     assert ignores_request(request, {"owner": "octo", "repo": "app", "issue_number": 34}) == []
     assert ignores_request("fork vercel/next.js", {"repository": "vercel/next.js"}) == []
     assert salient_values("read /home/sam/a/b.txt") == ["/home/sam/a/b.txt"]  # a path is no slug
+
+
+def test_the_sides_of_a_slug_and_a_time_written_without_its_leading_zero_are_what_the_request_says():
+    schema = {
+        "type": "object",
+        "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "time": {"type": "string"}},
+        "required": ["owner", "repo", "time"],
+    }
+    request = "if it's 9:30 in octo/app, remind me"
+    assert ungrounded(request, schema, {"owner": "octo", "repo": "app", "time": "09:30"}) == []
+    assert ungrounded(request, schema, {"owner": "oct", "repo": "app/x", "time": "10:30"}) == ["owner", "repo", "time"]
