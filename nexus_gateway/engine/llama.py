@@ -25,6 +25,7 @@ from typing import Any, Literal
 import llama_cpp as lc
 import numpy as np
 
+from nexus_gateway.engine.threads import ThreadGovernor
 from nexus_gateway.errors import EngineError
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ class ContextSettings:
     gateway works, and Qwen2.5-Coder-0.5B on 2 quiet cores read 88 tokens/s with 2 threads against 55 with 1
     (decoding 25 against 14.5). llama.cpp's threads spin-wait for each other, so on oversubscribed cores every
     extra thread costs (on 2 cores at load 10, one grammar-constrained call took 1.7-4.9 s with 1 thread and
-    20-106 s with 2): set `threads: 1` where the gateway shares 2 busy cores."""
+    20-106 s with 2): unset, the count is the ceiling, and each decode takes only the cores other processes
+    left over (engine/threads.py); set, it is used as it is."""
     decode_threads: int | None = None
     """CPU threads for one-token decodes; `threads` when unset."""
     scoring_rows: int = 32
@@ -241,6 +243,10 @@ class LlamaContext:
         self.settings = settings
         self.n_ctx = lc.llama_n_ctx(handle)
         self.can_shift = bool(lc.llama_memory_can_shift(self._memory))
+        self.governor = ThreadGovernor(settings.n_threads, os.cpu_count() or 1) if settings.threads is None else None
+        """Unless threads are configured: fewer threads while other processes keep the cores busy (threads.py)."""
+        self.threads = settings.n_threads
+        """The threads the last decode ran with (prompt batches; one-token decodes at most `n_decode_threads`)."""
 
     def _check(self) -> Any:
         if self._handle is None:
@@ -314,6 +320,10 @@ class LlamaContext:
         return rows
 
     def _run(self, handle: Any, batch: Any) -> None:
+        if self.governor is not None and (threads := self.governor.threads()) != self.threads:
+            lc.llama_set_n_threads(handle, min(threads, self.settings.n_decode_threads), threads)
+            logger.debug("engine: %d threads (other processes used %.2f cores)", threads, self.governor.others)
+            self.threads = threads
         status = lc.llama_decode(handle, batch)
         if status == 1:
             raise EngineError(
