@@ -1,8 +1,9 @@
 """What a request asks to do, and whether a tool's name says the same.
 
-    request_verb("create a jira ticket in project WEB")          -> "create"
-    conflict("create a jira ticket ...", "jira_get_project_fields") -> "the request asks to create; ... reads"
-    request_verb("what time is it in Paris?")                    -> None (a question names no operation)
+    request_verb("create a jira ticket in project WEB")   -> "create"
+    request_verb("what time is it in Paris?")             -> None (a question names no operation)
+    conflict("create a jira ticket ...", "jira_get_project_fields")
+        -> "the request asks to create, and jira_get_project_fields reads"
 
 An imperative request begins with the operation it wants ("create", "reply", "install", "show"), after
 politeness ("please", "can you") and a leading "with puppeteer," or "on github,". A tool's name says what it
