@@ -12,6 +12,7 @@ does not call a tool of another server than the ones named without asking (meta/
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 
 from nexus_gateway.routing.bm25 import tokenize
 from nexus_gateway.routing.query import routing_text
@@ -29,10 +30,25 @@ def server_words(server: str) -> frozenset[str]:
     return frozenset(w for w in tokenize(words_of(server)) if len(w) >= 3 and w not in GENERIC_SERVER_WORDS)
 
 
+FORMAT_APPS: dict[str, tuple[str, ...]] = {
+    "docx": ("word",),
+    "doc": ("word",),
+    "xlsx": ("excel",),
+    "xls": ("excel",),
+    "xlsm": ("excel",),
+    "pptx": ("powerpoint", "pptx"),
+    "ppt": ("powerpoint", "pptx"),
+}
+"""A file's extension names the application of its format: "replace X in contract.docx" names a Word server."""
+
+
 def named_servers(request: str, servers: Iterable[str]) -> frozenset[str]:
     """The servers among `servers` that `request` names by a word of their names (its paths, URLs and e-mail
-    addresses read by their kind first, so a file called like a server does not name it)."""
-    words = set(tokenize(routing_text(request)))
+    addresses read by their kind first, so a file called like a server does not name it; a file's extension
+    names its format's application, `FORMAT_APPS`)."""
+    tokens = tokenize(routing_text(request))
+    words = set(tokens)
+    words |= {app for kind, word in pairwise(tokens) if kind == "file" for app in FORMAT_APPS.get(word, ())}
     return frozenset(server for server in servers if server_words(server) & words)
 
 

@@ -6,7 +6,17 @@ import pytest
 
 from nexus_gateway.routing.mentions import named_servers, server_words
 
-SERVERS = ["npm-github", "npm-firecrawl", "py-git", "npm-chrome-devtools", "hello-world", "mcp-server-time", "pg"]
+SERVERS = [
+    "npm-github",
+    "npm-firecrawl",
+    "py-git",
+    "npm-chrome-devtools",
+    "hello-world",
+    "mcp-server-time",
+    "pg",
+    "py-word",
+    "py-excel",
+]
 
 
 @pytest.mark.parametrize(
@@ -19,6 +29,10 @@ SERVERS = ["npm-github", "npm-firecrawl", "py-git", "npm-chrome-devtools", "hell
         ("read the file /tmp/hello-world/hello.txt", set()),  # a path names its kind, not a server
         ("commit my changes", set()),
         ("run select 1 on pg", set()),  # too short a word to tell
+        ("replace 'ACME Ltd' with 'ACME GmbH' in /home/sam/contract.docx", {"py-word"}),  # the format's app
+        ("what sheets are in budget.xlsx", {"py-excel"}),
+        ("check the docs for the word count", {"py-word"}),  # the word itself names it, as before
+        ("how do I set up useEffect? check the docs", set()),  # "docs" is no file of Word's format
     ],
 )
 def test_a_request_names_the_servers_whose_words_it_uses(request_text: str, named: set[str]):
