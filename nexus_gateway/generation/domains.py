@@ -18,6 +18,8 @@ import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
+from nexus_gateway.generation.codes import code_kind, state_forms, words_for
+
 _TIME_ZONE = re.compile(r"\b(iana|time ?zones?|tz)\b", re.IGNORECASE)
 _NOT_A_NAME = re.compile(r"\b(offset|abbreviation|utc[+-])", re.IGNORECASE)
 """Time-zone parameters that want `+09:00` or `JST`, not a zone name."""
@@ -43,7 +45,14 @@ def _is_time_zone(name: str, spec: Mapping[str, Any]) -> bool:
 
 def spoken_forms(name: str, spec: Mapping[str, Any], value: str) -> tuple[str, ...] | None:
     """How a request names a domain value (`Asia/Tokyo`: "Tokyo"; `America/New_York`: "New York",
-    "New_York"; `Etc/UTC`: "UTC"), or None when the parameter has no known domain or the value is not in it."""
+    "New_York"; `Etc/UTC`: "UTC"; a currency code `EUR`: "euros"; a language code `de`: "German"; a place
+    `Austin, TX` of a `'City, ST'` parameter: "Austin, Texas"), or None
+    when the parameter has no known domain or the value is not in it."""
+    kind = code_kind(name, spec)
+    if kind is not None:
+        return words_for(kind, value) or None
+    if "," in value:
+        return state_forms(spec, value)
     if not _is_time_zone(name, spec) or value not in time_zones():
         return None
     place = value.rsplit("/", 1)[-1]

@@ -32,6 +32,7 @@ from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding, Engine, Session
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.generation.facts import missing_facts
+from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
@@ -259,15 +260,18 @@ def _grounded(
     query: str, schema: dict[str, Any], arguments: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
     """The decoded arguments written as the request writes them, without the optional values and choices it
-    never gave (grounding.py, stated.py), query values cut to their topic, file names joined to the folder
-    the request names; and the names of the arguments left out."""
+    never gave (grounding.py, stated.py), in the forms their descriptions ask for (formats.py), query values
+    cut to their topic, file names joined to the folder the request names; and the names of the arguments
+    left out."""
     if not arguments:
         return arguments, ()
     arguments = as_written(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
-    kept = {name: value for name, value in arguments.items() if name not in dropped}
-    return composed_paths(query, schema, topic_only(schema, kept)), dropped
+    kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})
+    echoed = tuple(quantity_echoes(query, schema, kept))
+    kept = {name: value for name, value in kept.items() if name not in echoed}
+    return composed_paths(query, schema, topic_only(schema, kept)), dropped + echoed
 
 
 def _mended(schema: dict[str, Any], arguments: dict[str, Any], steps: list[str]) -> tuple[dict[str, Any], list[str]]:

@@ -1,0 +1,183 @@
+"""Values written in the form their parameter's description asks for, from what the request says.
+
+A small model copies the request's words; the tool's description often asks for another spelling of the
+same value. Each rewrite here starts from a value the request gives and only changes its form, as the
+parameter's own schema or description states it:
+
+    codes          a currency or language named in words, where the description asks for its code
+                   (`euros` -> `EUR` for "ISO 4217 code", `German` -> `de` for "ISO 639-1 code"; codes.py)
+    comma forms    a place cut before the comma the description's form has (`'City, ST'`): the request's
+                   next piece is joined back (`Portland` -> `Portland, OR` for "... in Portland, OR on ..."),
+                   and a US state's name becomes its code where the form asks for one (`Austin, Texas` ->
+                   `Austin, TX`)
+    clock times    `6:45` -> `06:45`, `7pm` -> `19:00` where the description asks for `HH:MM`
+    no spaces      `UA 857` -> `UA857` where the description says "without spaces"
+    percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
+                   writes "4%"
+    durations      the request's one duration in the unit the description names (`5 minutes` -> 300 for
+                   "in seconds")
+
+`quantity_echoes` names the optional strings that only repeat a quantity another argument already holds
+(`label: "5 minutes"` beside `duration: 300`): left out like any other value the request did not give.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nexus_gateway.generation.codes import STATE_WORDS, code_for, code_kind, comma_form, wants_state_code
+
+_FIXED = ("enum", "const")
+_PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
+"""What follows a comma in a place: one to three capitalized words (`OR`, `Spain`, `New South Wales`)."""
+_NOT_PLACE = frozenset("I On At In From To For And Or With By Near Please Then".split())  # noqa: SIM905
+_HH_MM = re.compile(r"\bHH:MM\b|\b24-hour\b", re.IGNORECASE)
+_CLOCK = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?)?$", re.IGNORECASE)
+_NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
+_DECIMAL = re.compile(r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|\d?\.\d+ for \d+(?:\.\d+)? ?%)", re.I)
+_SECONDS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+_UNIT_WORDS = {
+    "ms": "millisecond",
+    "msec": "millisecond",
+    "sec": "second",
+    "secs": "second",
+    "s": "second",
+    "min": "minute",
+    "mins": "minute",
+    "hr": "hour",
+    "hrs": "hour",
+    "h": "hour",
+}
+_DURATION = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(milliseconds?|ms|msec|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b",
+    re.IGNORECASE,
+)
+_IN_UNIT = re.compile(r"\b(?:in|as)\s+(milliseconds|seconds|minutes|hours|days|weeks)\b", re.IGNORECASE)
+_QUANTITY = re.compile(r"^\$?\s*(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+)?$")
+
+
+def _mapping(spec: Any, key: str) -> Mapping[str, Any]:
+    value = spec.get(key) if isinstance(spec, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _unit(word: str) -> str:
+    word = word.lower()
+    word = _UNIT_WORDS.get(word, word)
+    return word[:-1] if word.endswith("s") and word[:-1] in _SECONDS else word
+
+
+def _durations(request: str) -> list[float]:
+    """Every duration the request states, in seconds."""
+    return [float(number) * _SECONDS[_unit(unit)] for number, unit in _DURATION.findall(request)]
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _joined_place(value: str, request: str, spec: Mapping[str, Any]) -> str:
+    """`value` with the piece after its comma in the request joined back, and a state written as its code
+    where the form asks for one."""
+    if "," not in value:
+        found = re.search(r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])", request, re.IGNORECASE)
+        piece = _PIECE.match(request, found.end()) if found else None
+        if found and piece:
+            words = piece.group(1).split()
+            while words and words[-1] in _NOT_PLACE:
+                words.pop()
+            if words and words[0] not in _NOT_PLACE:
+                value = f"{found.group(0)}, {' '.join(words)}"
+    if "," in value and wants_state_code(spec):
+        place, _, state = value.rpartition(",")
+        words = state.split()
+        for size in range(len(words), 0, -1):  # "Texas" of "Austin, Texas", not the words after it
+            code = STATE_WORDS.get(" ".join(words[:size]).casefold())
+            if code:
+                return f"{place.strip()}, {code}"
+    return value
+
+
+def _clock(value: str) -> str:
+    match = _CLOCK.match(value.strip())
+    if match is None or (match.group(2) is None and match.group(3) is None):
+        return value
+    hour, minute, half = int(match.group(1)), match.group(2) or "00", (match.group(3) or "").lower()
+    if half == "p" and hour < 12:
+        hour += 12
+    elif half == "a" and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute}" if hour < 24 and int(minute) < 60 else value
+
+
+def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str:
+    kind = code_kind(name, spec)
+    if kind is not None:
+        return code_for(kind, value) or value
+    description = str(spec.get("description") or "")
+    if comma_form(spec):
+        value = _joined_place(value, request, spec)
+    if _HH_MM.search(description) or spec.get("format") == "time":
+        value = _clock(value)
+    if _NO_SPACES.search(description):
+        value = re.sub(r"\s+", "", value)
+    return value
+
+
+def _number(value: float, spec: Mapping[str, Any], request: str) -> float:
+    description = str(spec.get("description") or "")
+    if _DECIMAL.search(description) and value > 1:
+        written = _number_text(value)
+        if re.search(r"(?<![\d.])" + re.escape(written) + r"\s*(?:%|percent\b)", request, re.IGNORECASE):
+            return round(value / 100, 10)
+    unit = _IN_UNIT.search(description)
+    durations = set(_durations(request))
+    if unit and len(durations) == 1:
+        converted = durations.pop() / _SECONDS[_unit(unit.group(1))]
+        if converted != value and (spec.get("type") != "integer" or converted.is_integer()):
+            return int(converted) if converted.is_integer() else converted
+    return value
+
+
+def in_asked_form(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with each top-level free value in the form its description asks for (module docstring)."""
+    properties = _mapping(schema, "properties")
+    fixed = dict(arguments)
+    for name, value in arguments.items():
+        spec = _mapping(properties, name)
+        if any(key in spec for key in _FIXED) or isinstance(value, bool):
+            continue
+        if isinstance(value, str) and value.strip():
+            fixed[name] = _string(name, value, spec, request)
+        elif isinstance(value, (int, float)) and spec.get("type") in ("integer", "number"):
+            fixed[name] = _number(value, spec, request)
+    return fixed
+
+
+def quantity_echoes(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """Optional free strings whose whole value is a quantity of the request ("5 minutes", "$20") that a
+    numeric argument already holds (as written, or as a duration in the unit its description names)."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    numbers = {
+        name: value
+        for name, value in arguments.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
+    echoes = []
+    for name, value in arguments.items():
+        spec = _mapping(properties, name)
+        match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+        if name in required or match is None or any(key in spec for key in _FIXED) or not numbers:
+            continue
+        held = {float(match.group(1))}
+        if match.group(2) and _DURATION.fullmatch(value.strip()):
+            for other in numbers:
+                unit = _IN_UNIT.search(str(_mapping(properties, other).get("description") or ""))
+                if unit:
+                    held.add(_durations(value)[0] / _SECONDS[_unit(unit.group(1))])
+        if any(float(number) in held for number in numbers.values()) and value.strip() in request:
+            echoes.append(name)
+    return echoes

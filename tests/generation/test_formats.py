@@ -1,0 +1,93 @@
+"""Values rewritten in the form their parameter's description asks for (formats.py, codes.py). No model."""
+
+from nexus_gateway.generation.domains import spoken_forms
+from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
+from nexus_gateway.generation.generator import _grounded
+from nexus_gateway.generation.grounding import ungrounded
+
+PLACE = {"type": "string", "description": "The city, in the format 'City, ST'."}
+COUNTRY_PLACE = {"type": "string", "description": "Where, as 'City, Country'."}
+CURRENCY = {"type": "string", "description": "The three-letter ISO 4217 code of the currency."}
+LANGUAGE = {"type": "string", "description": "The ISO 639-1 code of the language, e.g. 'fr' for French."}
+
+
+def _schema(required: list[str] | None = None, **properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "required": required or list(properties)}
+
+
+def test_a_place_cut_before_the_comma_of_its_form_is_joined_to_the_requests_next_piece():
+    schema = _schema(location=PLACE, where=COUNTRY_PLACE)
+    request = "showtimes in Portland, OR on 2024-03-09 and then Madrid, Spain please"
+    fixed = in_asked_form(request, schema, {"location": "Portland", "where": "Madrid"})
+    assert fixed == {"location": "Portland, OR", "where": "Madrid, Spain"}
+
+
+def test_a_place_without_a_comma_form_or_a_comma_after_it_is_left_as_it_is():
+    schema = _schema(location={"type": "string", "description": "A city."}, city=PLACE)
+    request = "weather in Denver, CO and in Boston"
+    assert in_asked_form(request, schema, {"location": "Denver", "city": "Boston"}) == {
+        "location": "Denver",
+        "city": "Boston",
+    }
+
+
+def test_a_state_named_in_words_becomes_its_code_where_the_form_asks_for_one_and_is_still_said():
+    schema = _schema(location=PLACE)
+    request = "How hot is it in Austin, Texas, in celsius?"
+    assert in_asked_form(request, schema, {"location": "Austin, Texas"}) == {"location": "Austin, TX"}
+    assert in_asked_form(request, schema, {"location": "Austin"}) == {"location": "Austin, TX"}
+    assert ungrounded(request, schema, {"location": "Austin, TX"}) == []
+    assert in_asked_form("in Paris, France", _schema(location=COUNTRY_PLACE), {"location": "Paris, France"}) == {
+        "location": "Paris, France"
+    }
+
+
+def test_currencies_and_languages_named_in_words_become_the_codes_asked_for_and_count_as_said():
+    schema = _schema(base=CURRENCY, quote={"type": "string", "description": "Target currency code (e.g., EUR)"})
+    request = "How many euros is one US dollar?"
+    fixed = in_asked_form(request, schema, {"base": "US dollar", "quote": "euros"})
+    assert fixed == {"base": "USD", "quote": "EUR"}
+    assert ungrounded(request, schema, fixed) == []
+    assert in_asked_form("say hi in German", _schema(lang=LANGUAGE), {"lang": "German"}) == {"lang": "de"}
+    assert spoken_forms("lang", LANGUAGE, "Klingon") is None
+
+
+def test_a_currency_without_a_code_in_its_description_is_not_rewritten():
+    schema = _schema(note={"type": "string", "description": "A note about the payment."})
+    assert in_asked_form("pay in euros", schema, {"note": "euros"}) == {"note": "euros"}
+
+
+def test_clock_times_are_written_as_hh_mm_and_spaces_are_removed_where_the_description_says_so():
+    schema = _schema(
+        time={"type": "string", "description": "Alarm time in 24-hour 'HH:MM' format."},
+        flight={"type": "string", "description": "Airline code and digits without spaces, e.g. 'UA857'."},
+    )
+    assert in_asked_form("x", schema, {"time": "6:45", "flight": "UA 857"}) == {"time": "06:45", "flight": "UA857"}
+    assert in_asked_form("x", schema, {"time": "7pm", "flight": "LH1"})["time"] == "19:00"
+
+
+def test_a_percentage_becomes_a_decimal_only_where_the_description_asks_and_the_request_says_percent():
+    rate = {"type": "number", "description": "The annual interest rate as a decimal, e.g. 0.05 for 5%."}
+    schema = _schema(rate=rate, years={"type": "integer"})
+    assert in_asked_form("$5000 at 4% for 10 years", schema, {"rate": 4, "years": 10}) == {"rate": 0.04, "years": 10}
+    assert in_asked_form("$5000 at 3.5% for 10 years", schema, {"rate": 3.5, "years": 10})["rate"] == 0.035
+    assert in_asked_form("rate 4 for 10 years", schema, {"rate": 4, "years": 10})["rate"] == 4
+
+
+def test_the_requests_one_duration_is_written_in_the_unit_the_description_names():
+    schema = _schema(["duration"], duration={"type": "integer", "description": "Duration in seconds."}, label={})
+    assert in_asked_form("Set a timer for 5 minutes", schema, {"duration": 30}) == {"duration": 300}
+    assert in_asked_form("Set a timer for 90 seconds", schema, {"duration": 90}) == {"duration": 90}
+    both = "5 minutes then 30 seconds"
+    assert in_asked_form(both, schema, {"duration": 30}) == {"duration": 30}
+
+
+def test_an_optional_string_that_only_repeats_a_quantity_another_argument_holds_is_left_out():
+    schema = _schema(
+        ["duration"], duration={"type": "integer", "description": "Duration in seconds."}, label={"type": "string"}
+    )
+    request = "Set a timer for 5 minutes"
+    assert quantity_echoes(request, schema, {"duration": 300, "label": "5 minutes"}) == ["label"]
+    assert quantity_echoes("timer for 5 minutes called tea", schema, {"duration": 300, "label": "tea"}) == []
+    arguments, dropped = _grounded(request, schema, {"duration": 30, "label": "5 minutes"})
+    assert (arguments, dropped) == ({"duration": 300}, ("label",))
