@@ -294,6 +294,8 @@ class NexusSettings(BaseModel):
     restart_backoff_max: float = Field(default=30.0, gt=0)
     search_k: int = Field(default=5, ge=1, le=50)
     rerank_k: int = Field(default=5, ge=1, le=20)
+    """Below the margin gate, the local model scores this many of the best tools, fused with retrieval (`run`, and
+    `search_tools` with `rerank`)."""
     warm_blocks: bool = True
     """Once the local model has started, compile every catalog tool's re-ranking block in the background (about
     60 tokens, 1 MB a tool in `compiled_schemas/`; 843 tools took 10 minutes on 2 cores), so re-ranking reads only
@@ -303,8 +305,11 @@ class NexusSettings(BaseModel):
     proposed (a request no tool matches closely). Unset: 0.40 with the default embedder (on the everyday development
     set every right call scored 0.45 or more, three of six wrong ones 0.27-0.37), 0 (off) with any other, whose
     scores are on another scale."""
-    """Below the margin gate, the local model scores this many of the best tools, fused with retrieval (`run`, and
-    `search_tools` with `rerank`)."""
+    run_fallback_s: float | None = Field(default=5.0, ge=0)
+    """When the best candidate cannot be filled from the request, `run` fills the next ones (three in all) only while
+    the request is younger than this many seconds; past it, the candidates go back to the host at once. A fall-back
+    can only be called or proposed, and the candidates hold it anyway, so time past this is spent for little (on the
+    everyday sets, requests that tried three fills took 8-22 s). Unset: no limit."""
     search_rerank: bool = False
     """`search_tools` re-ranks below the gate with the local model unless a call says `rerank: false`
     (the model loads on the first such search)."""

@@ -7,12 +7,13 @@ Below the margin gate, the best `nexus.rerank_k` tools are re-ranked (generation
 model scores how likely the request is after each tool, fused with retrieval's scores); the best is
 filled, and taken when its required arguments come from the request (generation/grounding.py) and
 validate; if they do not, the next ones in re-ranked order are tried the same way (`FILL_CHECKS` in
-all). When no candidate makes the request likelier than no tool, or the request fills none of them, the
-candidates come back instead of a guess. The trace says which (`routing`: reranked, grounded or
-ambiguous), with every candidate's scores, the choice and its time. A sure choice is still only proposed
-when its server is in doubt (`_server_check`: the request names another server, or another server offers
-the same operation), its name says it does something else than the request's verb asks (`_operation_check`)
-or no tool matches the request closely (`_close_enough`: `nexus.run_min_score`).
+all, while the request is younger than `nexus.run_fallback_s`). When no candidate makes the request
+likelier than no tool, or the request fills none of them, the candidates come back instead of a guess.
+The trace says which (`routing`: reranked, grounded or ambiguous), with every candidate's scores, the
+choice and its time. A sure choice is still only proposed when its server is in doubt (`_server_check`:
+the request names another server, or another server offers the same operation), its name says it does
+something else than the request's verb asks (`_operation_check`) or no tool matches the request closely
+(`_close_enough`: `nexus.run_min_score`).
 
 Only tools annotated `readOnlyHint` or listed in `nexus.auto_execute` are called; for the others the
 proposed call comes back for the host to confirm with `call_tool`. This module (and with it the engine) is
@@ -154,7 +155,11 @@ class _Clock:
 
     def __init__(self) -> None:
         self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
+        self.started = self._last = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds since the request came in."""
+        return time.perf_counter() - self.started
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
@@ -382,7 +387,11 @@ class Runner:
                 others = tuple(result for result in order if result.name != top.record.name)
                 choice, trace["routing"] = Choice(top, why, others), "close"
         else:
+            budget = self.settings.run_fallback_s
             for result in order[1:FILL_CHECKS]:
+                if budget is not None and clock.elapsed() >= budget:
+                    trace["fallback_budget_s"] = budget  # the candidates go back now; they hold the fall-backs
+                    break
                 checked.append(await fill(result, tighten=True))
                 fallback = checked[-1]
                 if fallback.grounded and explains.get(result.name, False):

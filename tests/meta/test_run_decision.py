@@ -5,6 +5,7 @@ support is decoded again among the request's own values of its kind before anyth
 fall-back needs better evidence; otherwise the best candidate is proposed, or the candidates come back.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -356,3 +357,15 @@ async def test_a_sure_decisive_tool_whose_name_does_another_kind_of_thing_than_t
     engine = Engine({"jira__create_issue": -10.0, "jira__get_project_fields": -25.0})
     structured = await run(core, Generator(fills, {}), engine, request)  # the tool named for it is called
     assert structured["status"] == "called" and core.called == [("jira__create_issue", fills["jira__create_issue"])]
+
+
+async def test_no_fall_back_is_filled_once_the_request_is_older_than_the_fall_back_budget():
+    core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
+    core.settings = NexusSettings(run_fallback_s=0)
+    convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
+    generator = Generator({"time__convert_time": convert, "time__get_current_time": {"timezone": "Asia/Tokyo"}}, {})
+    engine = Engine({"time__convert_time": -10.0, "time__get_current_time": -12.0})
+    structured = await run(core, generator, engine, "what time is it in Tokyo?")
+    assert core.called == [] and structured["status"] == "ambiguous", structured
+    assert {name for name, _ in generator.calls} == {"time__convert_time"}  # the fall-back was never filled
+    assert structured["trace"]["fallback_budget_s"] == 0 and "time__get_current_time" in json.dumps(structured)
