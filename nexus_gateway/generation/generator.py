@@ -36,7 +36,7 @@ from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
-from nexus_gateway.generation.stated import composed_paths, topic_only, unstated_choices
+from nexus_gateway.generation.stated import composed_paths, stated_choices, topic_only, unstated_choices
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
@@ -265,7 +265,7 @@ def _grounded(
     left out."""
     if not arguments:
         return arguments, ()
-    arguments = as_written(query, schema, arguments)
+    arguments = stated_choices(query, schema, as_written(query, schema, arguments))
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})

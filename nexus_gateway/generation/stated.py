@@ -5,7 +5,12 @@ that carry more than their topic, and paths it gives in pieces.
                       `include_images` on, or picks `sort: "date"`, unasked): left out, so the tool's
                       default applies. A choice is stated when a word of it (the value's words for an enum,
                       the parameter name's for a boolean) begins a word of the request (`comedies` states
-                      `Comedy`, `outdoor seating` states `has_seating_outdoors`), or when it is the default.
+                      `Comedy`, `outdoor seating` states `has_seating_outdoors`; a one- or two-letter word
+                      only as a whole word: `C` is not stated by "cool"), or when it is the default. A list
+                      of enum choices none of which the request states is left out too.
+    stated_choices    the choice the request does state put in the place of one it does not: the one enum
+                      value it names, a wildcard (`dontcare`) when it says any will do, a boolean whose
+                      words it states switched on (off after a negation)
     topic_only        a query-like value (`query`, `q`, `topic`, `keywords`, `search...`) without the
                       request's instruction words ("find the latest news about") and without a constraint
                       another argument already carries ("... in the US" when `country` is `US`)
@@ -37,8 +42,14 @@ def _words(text: str) -> list[str]:
 
 
 def _stated(words: list[str], request_words: list[str]) -> bool:
-    """A word (cut to its first `_STEM` letters) begins a word of the request, or the other way round."""
+    """A word (cut to its first `_STEM` letters) begins a word of the request, or the other way round; a
+    word of one or two letters (`C`, `F`, `3d`) only as a whole word of the request (`C` is not stated by
+    "cool")."""
     for word in words:
+        if len(word) < 3:
+            if word in request_words:
+                return True
+            continue
         stem = word[:_STEM]
         if any(other.startswith(stem) or (len(other) >= 3 and word.startswith(other)) for other in request_words):
             return True
@@ -65,14 +76,94 @@ def unstated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping
             words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
             if not _stated(words, request_words):
                 unstated.append(name)
+        elif isinstance(spec.get("enum"), list) and isinstance(value, (str, int, float)):
+            if not _choice_stated(value, request, request_words):
+                unstated.append(name)
         elif (
-            isinstance(spec.get("enum"), list)
-            and isinstance(value, (str, int, float))
-            and not _stated(_words(str(value)) or [str(value).lower()], request_words)
-            and str(value) not in request
+            isinstance(value, list)
+            and value
+            and isinstance(_mapping(spec, "items").get("enum"), list)
+            and not any(_choice_stated(item, request, request_words) for item in value)
         ):
-            unstated.append(name)
+            unstated.append(name)  # a list of choices none of which the request names (`repeat: [Mon, ..., Sun]`)
     return unstated
+
+
+def _choice_stated(value: Any, request: str, request_words: list[str]) -> bool:
+    return isinstance(value, (str, int, float)) and (
+        _stated(_words(str(value)) or [str(value).lower()], request_words) or _named(str(value), request)
+    )
+
+
+def _named(value: str, request: str) -> bool:
+    """`value` is in the request as a whole word or phrase (case aside)."""
+    value = value.strip()
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", request, re.IGNORECASE) is not None
+
+
+_WILDCARDS = ("dontcare", "dont_care", "don't care", "any", "all", "either", "no preference")
+_ANY_CUE = re.compile(
+    r"\b(?:any|anything|whatever|whichever|either|(?:do not|don't|dont) care|doesn't matter|does not matter"
+    r"|no preference)\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(?:no|not|without|never|non|don't|dont|doesn't|do not|does not|exclude|excluding|skip|disable|disabled)"
+    r"\W*(?:\w+\W+){0,2}$",
+    re.IGNORECASE,
+)
+
+
+def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with choices the request states put in the place of those it does not:
+
+    an enum value the request does not state, where it names exactly one other (non-numeric) value of the
+    enum as a whole word (`show_type: "regular"` -> `"imax"` for "IMAX movies"); a required enum value it
+    does not state, where the request says any will do ("any restaurant is fine") and the enum has a
+    wildcard (`dontcare`, `any`, `all`); a boolean whose words the request states, switched on, or off
+    when a negation comes just before them ("with outdoor seating": `has_seating_outdoors: true`;
+    "no video": `video: false`)."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    request_words = _words(request)
+    fixed = dict(arguments)
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if not isinstance(spec, Mapping):
+            continue
+        choices = spec.get("enum")
+        if isinstance(value, bool) and spec.get("type") == "boolean":
+            switched = _switch(name, request)
+            if switched is not None:
+                fixed[name] = switched
+        elif isinstance(choices, list) and isinstance(value, str) and not _choice_stated(value, request, request_words):
+            named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named(c, request)]
+            wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]
+            if len(named) == 1:
+                fixed[name] = named[0]
+            elif name in required and not named and wildcard and _ANY_CUE.search(request):
+                fixed[name] = wildcard[0]
+    return fixed
+
+
+def _switch(name: str, request: str) -> bool | None:
+    """True when the request states every word of a boolean's name (`dry_run` needs "dry" as well as
+    "run"), False when a negation comes just before them, None when it does not state them all."""
+    words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
+    tokens = [(match.start(), match.group(0).lower()) for match in re.finditer(r"[A-Za-z0-9]+", request)]
+    starts = []
+    for word in words:
+        found = next((start for start, other in tokens if _begins(word, other)), None)
+        if found is None:
+            return None
+        starts.append(found)
+    return _NEGATION.search(request[: min(starts)]) is None if starts else None
+
+
+def _begins(word: str, other: str) -> bool:
+    if len(word) < 3:
+        return word == other
+    return other.startswith(word[:_STEM]) or (len(other) >= 3 and word.startswith(other))
 
 
 _QUERY_NAMES = frozenset(("query", "q", "topic", "keywords", "keyword", "search", "search_query", "search_phrase"))

@@ -1,0 +1,66 @@
+"""Choices checked against what the request states (stated.py). No model."""
+
+from nexus_gateway.generation.stated import stated_choices, unstated_choices
+
+THERMOSTAT = {
+    "type": "object",
+    "properties": {
+        "temperature": {"type": "number"},
+        "unit": {"type": "string", "enum": ["C", "F"], "default": "F"},
+        "mode": {"type": "string", "enum": ["heat", "cool", "auto", "off"], "default": "auto"},
+    },
+    "required": ["temperature"],
+}
+ALARM = {
+    "type": "object",
+    "properties": {
+        "time": {"type": "string"},
+        "repeat": {"type": "array", "items": {"type": "string", "enum": ["Mon", "Tue", "Wed", "Sat", "Sun"]}},
+    },
+    "required": ["time"],
+}
+PLACES = {
+    "type": "object",
+    "properties": {
+        "category": {"type": "string", "enum": ["Mexican", "Italian", "Thai", "dontcare"]},
+        "show_type": {"type": "string", "enum": ["regular", "3d", "imax", "dontcare"], "default": "dontcare"},
+        "has_seating_outdoors": {"type": "boolean", "default": False},
+        "dry_run": {"type": "boolean", "default": False},
+        "video": {"type": "boolean", "default": True},
+    },
+    "required": ["category"],
+}
+
+
+def test_a_one_letter_enum_value_is_stated_only_by_that_whole_word():
+    assert unstated_choices("cool the house to 68", THERMOSTAT, {"temperature": 68, "unit": "C"}) == ["unit"]
+    assert unstated_choices("set it to 20 C", THERMOSTAT, {"temperature": 20, "unit": "C"}) == []
+    assert unstated_choices("cool the house to 68", THERMOSTAT, {"temperature": 68, "mode": "cool"}) == []
+
+
+def test_a_list_of_choices_none_of_which_the_request_names_is_unstated():
+    every_day = ["Mon", "Tue", "Wed", "Sat", "Sun"]
+    assert unstated_choices("alarm at 07:00 called gym", ALARM, {"time": "07:00", "repeat": every_day}) == ["repeat"]
+    assert unstated_choices("alarm at 07:00 on Sundays", ALARM, {"time": "07:00", "repeat": ["Sun"]}) == []
+
+
+def test_the_one_enum_value_the_request_names_replaces_one_it_does_not():
+    fixed = stated_choices("IMAX movies in San Diego", PLACES, {"category": "Thai", "show_type": "regular"})
+    assert fixed["show_type"] == "imax"
+    assert fixed["category"] == "Thai"  # nothing else named, and no "any": the model's choice stays
+
+
+def test_a_required_choice_the_request_leaves_open_becomes_the_wildcard_only_when_it_says_any_will_do():
+    assert stated_choices("Any restaurant in San Jose is fine", PLACES, {"category": "Italian"}) == {
+        "category": "dontcare"
+    }
+    assert stated_choices("pasta places in San Jose", PLACES, {"category": "Italian"}) == {"category": "Italian"}
+
+
+def test_a_boolean_whose_words_the_request_states_is_switched_on_and_off_after_a_negation():
+    request = "Thai food in Berkeley with outdoor seating, no video, run it"
+    arguments = {"category": "Thai", "has_seating_outdoors": False, "dry_run": False, "video": True}
+    fixed = stated_choices(request, PLACES, arguments)
+    assert fixed["has_seating_outdoors"] is True
+    assert fixed["video"] is False
+    assert fixed["dry_run"] is False  # "run" alone does not state `dry_run`
