@@ -13,9 +13,11 @@ that carry more than their topic, and paths it gives in pieces.
                       words it states switched on (off after a negation)
     topic_only        a query-like value (`query`, `q`, `topic`, `keywords`, `search...`) without the
                       request's instruction words ("find the latest news about") and without a constraint
-                      another argument already carries ("... in the US" when `country` is `US`)
+                      another argument already carries ("... in the US" when `country` is `US`, "... from
+                      the past week" when `time_range` is `week`, "... under $100" when `max_price` is 100)
     composed_paths    a path-like value that is a bare file name the request places in a folder it names
-                      ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`)
+                      ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`), or that folder alone where
+                      the request names one file in it that no other argument holds
 
 Each only ever removes words or joins pieces the request holds; none adds a value of its own.
 """
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _STEM = 4
+_LONGER = 3
 _GENERIC = frozenset(
     (  # noqa: SIM905 (a word list reads better as words)
         "a an the is has have use include includes only enable enabled with without allow allowed show get set "
@@ -50,8 +53,7 @@ def _stated(words: list[str], request_words: list[str]) -> bool:
             if word in request_words:
                 return True
             continue
-        stem = word[:_STEM]
-        if any(other.startswith(stem) or (len(other) >= 3 and word.startswith(other)) for other in request_words):
+        if any(_begins(word, other) for other in request_words):
             return True
     return False
 
@@ -161,8 +163,14 @@ def _switch(name: str, request: str) -> bool | None:
 
 
 def _begins(word: str, other: str) -> bool:
+    """`word` and the request's word `other` are one word in two inflections: one begins the other (cut to
+    `_STEM` letters) and, unless `word` is a three-letter abbreviation (`Wed` for "Wednesday"), at most
+    `_LONGER` letters longer (`comedies` for `comedy`, not `namespace` for `name`); a word of one or two
+    letters only as itself."""
     if len(word) < 3:
         return word == other
+    if len(word) > 3 and len(other) - len(word) > _LONGER:
+        return False
     return other.startswith(word[:_STEM]) or (len(other) >= 3 and word.startswith(other))
 
 
@@ -178,7 +186,15 @@ _INSTRUCTION = re.compile(
     f"|{_LEAD}{_NOUN}{_PREPOSITION})",
     re.IGNORECASE,
 )
-_CONSTRAINT = r"\s*,?\s+(?:in|from|for|on|at|near|by|within)\s+(?:the\s+)?{value}\s*$"
+_CONSTRAINT = (
+    r"\s*,?\s+(?:in|from|for|on|at|near|by|within|during|over)\s+(?:the\s+)?(?:(?:past|last|next|this|coming)\s+)?"
+    r"{value}\s*$"
+)
+_BOUND = (
+    r"\s*,?\s+(?:under|below|less\s+than|cheaper\s+than|over|above|more\s+than|at\s+least|at\s+most|up\s+to"
+    r"|max(?:imum)?|min(?:imum)?)\s+[$\u20ac\u00a3]?\s*{value}(?:\s*(?:dollars|usd|euros|eur|pounds|gbp|bucks))?\s*$"
+)
+"""A bound another argument already carries ("... under $100" when `max_price` is 100)."""
 
 
 def _query_like(name: str, spec: Mapping[str, Any]) -> bool:
@@ -197,6 +213,9 @@ def topic_only(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[
         for other, given in arguments.items():
             if other != name and isinstance(given, str) and len(given.strip()) >= 2:
                 topic = re.sub(_CONSTRAINT.format(value=re.escape(given.strip())), "", topic, flags=re.IGNORECASE)
+            elif other != name and isinstance(given, (int, float)) and not isinstance(given, bool):
+                number = re.escape(str(int(given)) if float(given).is_integer() else str(given))
+                topic = re.sub(_BOUND.format(value=number), "", topic, flags=re.IGNORECASE)
         if topic.strip() and topic != value:
             fixed[name] = topic.strip()
     return fixed
@@ -221,6 +240,21 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
         if not isinstance(value, str) or not isinstance(spec, Mapping) or spec.get("type") not in (None, "string"):
             continue
         described = f"{name} {spec.get('description') or ''}"
-        if _PATH_NAMES.search(described) and _FILE_NAME.match(value) and value in request:
+        if not _PATH_NAMES.search(described):
+            continue
+        if _FILE_NAME.match(value) and value in request:
             fixed[name] = f"{folder.rstrip('/')}/{value}"
+        elif value.rstrip("/") == folder.rstrip("/"):  # the folder alone, where the request names one file in it
+            files = _file_names(request, arguments)
+            if len(files) == 1:
+                fixed[name] = f"{folder.rstrip('/')}/{files[0]}"
     return fixed
+
+
+_BARE_FILE = re.compile(r"(?<![\w./~\\-])[\w-]+(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?=[\s,;:'\")]|[.!?]?$|[.!?]\s)")
+
+
+def _file_names(request: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The bare file names of the request (`plan.md`, not a path) that no argument holds already."""
+    held = " ".join(str(value) for value in arguments.values())
+    return list(dict.fromkeys(name for name in _BARE_FILE.findall(request) if name not in held))

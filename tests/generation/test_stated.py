@@ -1,6 +1,6 @@
 """Choices checked against what the request states (stated.py). No model."""
 
-from nexus_gateway.generation.stated import stated_choices, unstated_choices
+from nexus_gateway.generation.stated import composed_paths, stated_choices, topic_only, unstated_choices
 
 THERMOSTAT = {
     "type": "object",
@@ -64,3 +64,29 @@ def test_a_boolean_whose_words_the_request_states_is_switched_on_and_off_after_a
     assert fixed["has_seating_outdoors"] is True
     assert fixed["video"] is False
     assert fixed["dry_run"] is False  # "run" alone does not state `dry_run`
+
+
+def test_a_word_is_not_stated_by_a_much_longer_word_it_only_begins():
+    schema = {"type": "object", "properties": {"output": {"type": "string", "enum": ["json", "name"]}}}
+    assert unstated_choices("list the pods in namespace payments", schema, {"output": "name"}) == ["output"]
+    comedy = {"type": "object", "properties": {"genre": {"type": "string", "enum": ["Comedy", "Drama"]}}}
+    assert unstated_choices("comedies in Austin", comedy, {"genre": "Comedy"}) == []
+
+
+def test_a_query_loses_a_bound_or_a_time_range_another_argument_carries():
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    assert topic_only(schema, {"query": "wireless headphones under $100", "max_price": 100})["query"] == (
+        "wireless headphones"
+    )
+    assert topic_only(schema, {"query": "EV sales from the past week", "time_range": "week"})["query"] == "EV sales"
+    assert topic_only(schema, {"query": "phones under $100", "max_price": 50})["query"] == "phones under $100"
+
+
+def test_a_path_that_is_the_requests_folder_alone_is_joined_to_the_one_file_it_names():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}
+    request = "In the folder /home/ana/projects create a file called plan.md containing 'Draft plan.'"
+    fixed = composed_paths(request, schema, {"path": "/home/ana/projects", "content": "Draft plan."})
+    assert fixed["path"] == "/home/ana/projects/plan.md"
+    move = "move plan.md to /home/ana/projects"
+    held = {"path": "/home/ana/projects", "content": "plan.md"}
+    assert composed_paths(move, schema, held) == held  # the file is another argument's already
