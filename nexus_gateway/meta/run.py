@@ -7,7 +7,7 @@ Below the margin gate, the best `nexus.rerank_k` tools are re-ranked (generation
 model scores how likely the request is after each tool, fused with retrieval's scores); the best is
 filled, and taken when its required arguments come from the request (generation/grounding.py) and
 validate; if they do not, the next ones in re-ranked order are tried the same way (`FILL_CHECKS` in
-all, while the request is younger than `nexus.run_fallback_s`). When no candidate makes the request
+all, within `nexus.run_fallback_s` of model time when set). When no candidate makes the request
 likelier than no tool, or the request fills none of them, the candidates come back instead of a guess.
 The trace says which (`routing`: reranked, grounded or ambiguous), with every candidate's scores, the
 choice and its time. A sure choice is still only proposed when its server is in doubt (`_server_check`:
@@ -155,11 +155,7 @@ class _Clock:
 
     def __init__(self) -> None:
         self.laps: dict[str, float] = {}
-        self.started = self._last = time.perf_counter()
-
-    def elapsed(self) -> float:
-        """Seconds since the request came in."""
-        return time.perf_counter() - self.started
+        self._last = time.perf_counter()
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
@@ -335,6 +331,7 @@ class Runner:
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
         the candidates are re-ranked like any request below the gate."""
         filled: dict[str, Candidate] = {}
+        began = time.perf_counter()  # the model's work for this request: not the engine's start, not a session's wait
 
         async def fill(result: SearchResult, *, tighten: bool) -> Candidate:
             candidate = filled.get(result.name)
@@ -389,7 +386,7 @@ class Runner:
         else:
             budget = self.settings.run_fallback_s
             for result in order[1:FILL_CHECKS]:
-                if budget is not None and clock.elapsed() >= budget:
+                if budget is not None and time.perf_counter() - began >= budget:
                     trace["fallback_budget_s"] = budget  # the candidates go back now; they hold the fall-backs
                     break
                 checked.append(await fill(result, tighten=True))
