@@ -85,6 +85,11 @@ class EngineError(NexusError):
     """The local model could not be loaded or run: a missing or corrupt GGUF, a full context, a llama.cpp failure."""
 
 
+class GrammarRejected(EngineError):
+    """llama.cpp could not parse a grammar the builder wrote (a repetition beyond its limits, an escape it does not
+    read): the argument generator falls back to a looser grammar."""
+
+
 class BlockRejected(EngineError):
     """A compiled KV block whose header, checksum, model fingerprint or tokens do not match (fail closed)."""
 

@@ -26,7 +26,7 @@ import llama_cpp as lc
 import numpy as np
 
 from nexus_gateway.engine.threads import ThreadGovernor
-from nexus_gateway.errors import EngineError
+from nexus_gateway.errors import EngineError, GrammarRejected
 
 logger = logging.getLogger(__name__)
 
@@ -477,7 +477,7 @@ class GrammarSampler:
     def __init__(self, model: LlamaModel, grammar: str, *, root: str = "root", shortlist: int = 64) -> None:
         handle = lc.llama_sampler_init_grammar(model._vocab, grammar.encode(), root.encode())
         if not handle:
-            raise EngineError("llama.cpp could not parse the grammar (see the log for the reason)")
+            raise GrammarRejected("llama.cpp could not parse the grammar (see the log for the reason)")
         self._handle: Any = handle
         self._n_vocab = model.info.n_vocab
         self._shortlist = shortlist

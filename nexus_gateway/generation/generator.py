@@ -22,6 +22,7 @@ still fails keeps its problems and is never called. Required identifiers the req
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -30,13 +31,15 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding, Engine, Session
-from nexus_gateway.errors import ConfigError
+from nexus_gateway.errors import ConfigError, GrammarRejected
 from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
-from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, parse_object
+from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import composed_paths, stated_choices, topic_only, unstated_choices
+
+logger = logging.getLogger(__name__)
 
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
@@ -136,6 +139,28 @@ class ArgumentGenerator:
             plan = self._plans[key] = grammar_for(record.input_schema)
         return plan
 
+    def _decoding(self, plan: GrammarPlan, form: ToolForm) -> Decoding:
+        return Decoding(
+            grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=self.max_tokens, copy_bias=self.copy_bias
+        )
+
+    async def _decode(
+        self, session: Session, record: ToolRecord, query: str, plan: GrammarPlan, how: Decoding, *, keep: bool
+    ) -> tuple[GrammarPlan, Decoding, Decoded]:
+        """Decode under `plan`'s grammar, or, when llama.cpp will not parse it, under the next looser one
+        (`grammar.looser`), remembered for the tool when `keep`. The grammar that was used comes back too."""
+        for attempt in (plan, *looser(record.input_schema, plan)):
+            how = how if attempt is plan else self._decoding(attempt, how.form)
+            try:
+                decoded = await self.engine.decode_arguments(session, record, query, how)
+            except GrammarRejected:
+                logger.warning("%s: llama.cpp rejected its %s grammar; trying a looser one", record.name, attempt.kind)
+                continue
+            if keep and attempt is not plan:
+                self._plans[record.content_hash or record.name] = attempt
+            return attempt, how, decoded
+        raise GrammarRejected(f"llama.cpp rejected every grammar for {record.name}, the generic JSON object's too")
+
     async def prepare(self, records: list[ToolRecord]) -> None:
         """Compile the blocks `splice` mode needs (incremental: known blocks are skipped)."""
         todo = [record for record in records if (record.content_hash or record.name) not in self._compiled]
@@ -188,15 +213,9 @@ class ArgumentGenerator:
         chosen = await self._form(session, record, mode or self.mode)
         plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
         decoded = _NOTHING_TO_DECODE
-        how = Decoding(
-            grammar=plan.gbnf,
-            opens_key=plan.opens_key,
-            form=chosen,
-            max_tokens=self.max_tokens,
-            copy_bias=self.copy_bias,
-        )
+        how = self._decoding(plan, chosen)
         if not plan.empty:
-            decoded = await self.engine.decode_arguments(session, record, query, how)
+            plan, how, decoded = await self._decode(session, record, query, plan, how, keep=not narrowed)
         schema, key = record.input_schema, record.content_hash or None
         arguments, dropped = _grounded(query, schema, parse_object(decoded.text))
         problems = self._problems(schema, arguments, key)

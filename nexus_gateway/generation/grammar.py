@@ -96,6 +96,25 @@ def _converted(schema: dict[str, Any], order: list[str]) -> tuple[str | None, st
     return _json_strings(gbnf), ""
 
 
+def looser(schema: dict[str, Any], plan: GrammarPlan) -> list[GrammarPlan]:
+    """The grammars to try, in order, when llama.cpp will not parse `plan`'s (`GrammarRejected`): the loose one,
+    the skeleton, the generic object, each only if it differs from what was rejected. The answer is still
+    judged against the tool's own schema (validation, repair, a retry)."""
+    reason = f"llama.cpp rejected the {plan.kind} grammar"
+    plans: list[GrammarPlan] = []
+    properties = _properties(schema)
+    if schema.get("type", "object") == "object":
+        gbnf, _ = _converted(loosened(schema), list(properties))
+        if gbnf is not None:
+            plans.append(GrammarPlan(gbnf, "loose", reason, opens_key=plan.opens_key))
+    if properties:
+        gbnf, _ = _converted(skeleton(schema), list(properties))
+        if gbnf is not None:
+            plans.append(GrammarPlan(gbnf, "skeleton", reason, opens_key=plan.opens_key))
+    plans.append(GrammarPlan(GENERIC_OBJECT, "generic", reason, opens_key=plan.opens_key))
+    return [candidate for candidate in plans if candidate.gbnf != plan.gbnf]
+
+
 def _fallback(schema: dict[str, Any], reason: str, opens_key: bool) -> GrammarPlan:
     """The loose grammar, else the skeleton, else the generic one; `reason` says why the schema's failed."""
     properties = _properties(schema)
