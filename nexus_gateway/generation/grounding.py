@@ -266,6 +266,7 @@ _SHAPES = {
     "date-time": _DATE_TIME,
     "id": re.compile(r"\S+"),
     "path": re.compile(r"\S*[/\\~.]\S*"),
+    "ticker": re.compile(r"\$?[A-Z][A-Z0-9]{0,5}(?:[.:-][A-Z0-9]{1,4})?"),
 }
 """What a value of a kind looks like, whatever the request says: a value of another shape is not that kind's."""
 
@@ -275,18 +276,24 @@ _SHAPED_NAME = {
     "url": re.compile(r"(?:^|_)(?:url|uri)$", re.IGNORECASE),
     "id": re.compile(r"(?:^|[_-])(?:id|ids|ID|IDs)$|(?<=[a-z])(?:Id|Ids|ID)$"),
     "path": re.compile(r"(?:^|[_-])(?:path|paths)$|(?<=[a-z])Paths?$"),
+    "ticker": re.compile(r"(?:^|_)(?:ticker|tickers|stock_?symbol)$|(?<=[a-z])Ticker$", re.IGNORECASE),
 }
+_STOCK_SYMBOL = re.compile(r"\b(?:ticker|stock symbol)\b", re.IGNORECASE)
 
 
 def _fits_shape(value: str, name: str, spec: Mapping[str, Any]) -> bool:
     """Whether a string has the shape its parameter asks for by its format or its very name (`format: email`
     or `user_google_email`: an e-mail address; `format: uri` or `url`: a URL or host name; `format: date`: a
     date; `sessionId`, `project_id`: one token, no spaces; `repo_path`, `filePath`: a path, with a `/`, `\\`,
-    `~` or `.` in it, not a bare word such as "staging"); any string fits a parameter that asks for none."""
+    `~` or `.` in it, not a bare word such as "staging"; `ticker`, or a `symbol` its description calls a
+    ticker or stock symbol: a ticker such as `AAPL` or `VOW3.DE`, not a company's name such as "Volkswagen");
+    any string fits a parameter that asks for none."""
     form = str(spec.get("format") or "")
     kind = {"email": "email", "idn-email": "email", "uri": "url", "url": "url", "iri": "url"}.get(form, form)
     if kind not in _SHAPES:
         kind = next((k for k, pattern in _SHAPED_NAME.items() if pattern.search(name)), "")
+    if not kind and name.lower().endswith("symbol") and _STOCK_SYMBOL.search(str(spec.get("description") or "")):
+        kind = "ticker"
     shape = _SHAPES.get(kind)
     return shape is None or shape.fullmatch(value.strip()) is not None
 
