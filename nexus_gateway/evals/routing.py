@@ -25,6 +25,7 @@ from nexus_gateway.routing.bm25 import LEXICAL_WEIGHTS, idf, term_scores, tokeni
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
+from nexus_gateway.routing.mentions import mention_bonus
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -60,6 +61,7 @@ class ToolPool:
         """`examples`: example requests by tool content hash, laid out as the gateway's index does
         (`ToolRows`: a tool's dense score blends its description's and its best example's; BM25 reads them)."""
         self.names = [tool["name"] for tool in tools]
+        self.servers = np.array([tool.get("server", "") for tool in tools], dtype=object)
         self.position = {name: i for i, name in enumerate(self.names)}
         requests = examples_of([content_hash(tool) for tool in tools], examples)
         plain = [
@@ -162,6 +164,8 @@ def score_cases(
         dense = pool.dense(candidates, queries[i])
         lexical = pool.bm25(tokenize(routing_text(case.query)), candidates)
         fused = fuse(dense, lexical, method)
+        if method == "linear":
+            fused = fused + mention_bonus(case.query, pool.servers[candidates])
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
         order = np.lexsort((right, -fused))[:keep]  # right tools last among ties

@@ -32,6 +32,7 @@ from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding, Engine, Session
 from nexus_gateway.errors import ConfigError, GrammarRejected
+from nexus_gateway.generation.domains import zones_as_stated
 from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
@@ -284,7 +285,7 @@ def _grounded(
     left out."""
     if not arguments:
         return arguments, ()
-    arguments = stated_choices(query, schema, as_written(query, schema, arguments))
+    arguments = zones_as_stated(query, schema, stated_choices(query, schema, as_written(query, schema, arguments)))
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})

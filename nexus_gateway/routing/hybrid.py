@@ -16,6 +16,7 @@ from nexus_gateway.routing.bm25 import BM25Retriever
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
+from nexus_gateway.routing.mentions import mention_bonus
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -58,6 +59,8 @@ class HybridRetriever:
         self.rows = ToolRows.of([], [])
         self.names: list[str] = []
         """The searchable tools, in the order of `rows`' owners and of BM25's documents."""
+        self.servers = np.zeros(0, dtype=object)
+        """Each searchable tool's server, in the order of `names`."""
         self._examples: dict[str, Sequence[str]] = {}
         self.method = method
         self.index_path = index_path
@@ -86,6 +89,7 @@ class HybridRetriever:
         batch the tools embedded so far become searchable and `progress(searchable, total)` is told. Tools'
         example requests (`use_examples`) are embedded last, so a cold start serves every description first."""
         names = [record.name for record in records]
+        servers = [record.server for record in records]
         fields = [ToolFields.of_record(record) for record in records]  # BM25 weighs them; the SLB embeds `texts`
         texts = [tool.text(DENSE_FIELDS) for tool in fields]
         with self._lock:
@@ -97,7 +101,12 @@ class HybridRetriever:
             pending = set(missing[start + INDEX_BATCH :])
             if pending:
                 ready = [i for i in range(len(names)) if i not in pending]
-                chosen = ([names[i] for i in ready], [texts[i] for i in ready], [fields[i] for i in ready])
+                chosen = (
+                    [names[i] for i in ready],
+                    [servers[i] for i in ready],
+                    [texts[i] for i in ready],
+                    [fields[i] for i in ready],
+                )
                 self._publish(slb.fork(), *chosen)
                 if progress is not None:
                     progress(len(ready), len(names))
@@ -107,7 +116,7 @@ class HybridRetriever:
             self._learn(slb, new_requests[start : start + INDEX_BATCH])
             if progress is not None:
                 progress(len(names), len(names))  # every tool is searchable; this checks for cancellation
-        self._publish(slb, names, texts, fields, examples)
+        self._publish(slb, names, servers, texts, fields, examples)
         if progress is not None:
             progress(len(names), len(names))
         if missing or new_requests:
@@ -143,6 +152,7 @@ class HybridRetriever:
         self,
         slb: SemanticLookasideBuffer,
         names: list[str],
+        servers: list[str],
         texts: list[str],
         fields: list[ToolFields],
         examples: list[list[str]] | None = None,
@@ -156,26 +166,29 @@ class HybridRetriever:
         )
         with self._lock:
             self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
+            self.servers = np.array(servers, dtype=object)
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
-            slb, lexical, rows, names = self.slb, self.lexical, self.rows, self.names
+            slb, lexical, rows, names, servers = self.slb, self.lexical, self.rows, self.names, self.servers
         if not len(slb):
             return []
-        query = routing_text(query)
+        request, query = query, routing_text(query)
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
+        named = mention_bonus(request, servers) if self.method == "linear" else np.zeros(len(names))
         if not slb.large:
-            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method)
+            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
-        # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one),
-        # each tool scored from all its rows (`tool_scores`).
+        # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one) and
+        # the tools of the servers the request names, each tool scored from all its rows (`tool_scores`).
         dense_rows, _ = slb.top(vector, LARGE_POOL)
         tools = np.union1d(rows.owners[dense_rows], top_k(lexical_scores, LARGE_POOL))
+        tools = np.union1d(tools, np.flatnonzero(named))
         chosen = rows.rows_of(tools)
         dense = tool_scores(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
-        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak)
+        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools]
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 

@@ -4,15 +4,20 @@
 
 A server is named when the request uses a word of its name (`server_words`: `npm-github` -> github,
 `chrome-devtools` -> chrome, devtool; packaging words such as npm, mcp and server say nothing), read as
-routing reads it (query.py: a file called like a server names it no more than its kind). Retrieval does not
-weigh these (a server's name as a field cost top-1 on the development sets: `bm25.LEXICAL_WEIGHTS`); `run`
-does not call a tool of another server than the ones named without asking (meta/run.py).
+routing reads it (query.py: a file called like a server names it no more than its kind). A server's name is
+weak evidence as a field of every tool (it cost top-1 on the development sets: `bm25.LEXICAL_WEIGHTS`), but a
+request that names a server is strong evidence for that server's tools: retrieval adds `MENTION_BONUS` to
+their scores (`mention_bonus`), and `run` does not call a tool of another server than the ones named without
+asking (meta/run.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
+
+import numpy as np
 
 from nexus_gateway.routing.bm25 import tokenize
 from nexus_gateway.routing.query import routing_text
@@ -24,6 +29,7 @@ GENERIC_SERVER_WORDS = frozenset(
 """Words of server names that say nothing of which server (`npm-github`, `mcp-server-git`, `github-mcp`)."""
 
 
+@functools.lru_cache(maxsize=4096)
 def server_words(server: str) -> frozenset[str]:
     """The words of a server's name that could name it in a request: `npm-github` -> {github},
     `chrome-devtools` -> {chrome, devtool} (stemmed as BM25 stems), none shorter than 3 letters."""
@@ -55,3 +61,15 @@ def named_servers(request: str, servers: Iterable[str]) -> frozenset[str]:
 def operation_words(tool: str) -> frozenset[str]:
     """A tool name's words, stemmed (`fork_repository`, `forkRepository` and `fork-repositories` alike)."""
     return frozenset(tokenize(words_of(tool)))
+
+
+MENTION_BONUS = 0.1
+"""Added to the fused score (a cosine plus 0.2 x normalized BM25) of every tool of a server the request names.
+Chosen 2026-12-04 on the everyday development set over the 843-tool catalog (0.05 to 0.2 tried: top-1 and
+recall@5 rise up to 0.1, flat above); MetaTool and Seal-Tools name no servers and are unchanged."""
+
+
+def mention_bonus(request: str, servers: Sequence[str] | np.ndarray, bonus: float = MENTION_BONUS) -> np.ndarray:
+    """`bonus` for each tool (by its server, `servers[i]`) of a server `request` names, 0 for the others."""
+    named = named_servers(request, set(servers))
+    return np.array([bonus if server in named else 0.0 for server in servers], dtype=np.float64)

@@ -1,4 +1,5 @@
-"""What routing reads of a request: its words, with the values it carries named by their kind.
+"""What routing reads of a request: its words, with the values it carries named by their kind, and the
+documentation's words for its shorthand (jargon.py: "open a PR" also reads "pull request create").
 
     "read ~/notes/todo.md"                        -> "read file md"
     "what files are in /home/sam/Downloads"       -> "what files are in folder"
@@ -17,6 +18,8 @@ reads the request. The argument filler and the re-ranker still read the request 
 from __future__ import annotations
 
 import re
+
+from nexus_gateway.routing.jargon import expansions
 
 _URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s'\"<>]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -51,6 +54,14 @@ def _file_name(match: re.Match[str]) -> str:
 
 
 def routing_text(request: str) -> str:
+    """What both retrievers read: `values_by_kind(request)`, then the documentation's words for the shorthand
+    it uses (`jargon.expansions`)."""
+    text = values_by_kind(request)
+    extra = expansions(text)
+    return f"{text} {extra}" if extra else text
+
+
+def values_by_kind(request: str) -> str:
     """`request` with its URLs, e-mail addresses, paths and file names replaced by their kind (see above);
     the request itself when it holds none."""
     text = _URL.sub(" url ", request)

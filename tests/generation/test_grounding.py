@@ -2,7 +2,7 @@
 
 import zoneinfo
 
-from nexus_gateway.generation.domains import time_zones, with_domains
+from nexus_gateway.generation.domains import named_zones, time_zones, with_domains, zones_as_stated
 from nexus_gateway.generation.grammar import grammar_for
 from nexus_gateway.generation.grounding import (
     as_written,
@@ -63,6 +63,36 @@ def test_time_zone_parameters_become_an_enum_of_real_zones_for_decoding_only():
     assert "enum" not in decoded["properties"]["time"] and "enum" not in decoded["properties"]["note"]
     assert "enum" not in CONVERT["properties"]["source_timezone"]  # the tool's own schema is untouched
     assert "Asia/Tokyo" in grammar_for(CURRENT).gbnf
+
+
+ZONED = {
+    "type": "object",
+    "properties": {
+        "source_timezone": {"type": "string", "description": "IANA timezone of the given time"},
+        "time": {"type": "string"},
+        "target_timezone": {"type": "string", "description": "IANA timezone to convert to"},
+    },
+}
+
+
+def test_a_zone_the_request_never_names_gives_way_to_the_one_it_names_that_no_other_argument_holds():
+    decoded = {"source_timezone": "America/New_York", "time": "09:15", "target_timezone": "Australia/Sydney"}
+    fixed = zones_as_stated("Convert 9:15 Berlin time to Sydney time", ZONED, decoded)
+    assert fixed == {**decoded, "source_timezone": "Europe/Berlin"}
+    assert zones_as_stated("what time is it in paris?", CURRENT, {"timezone": "Europe/London"}) == {
+        "timezone": "Europe/Paris"
+    }
+    boston = zones_as_stated("what time is it in Boston?", CURRENT, {"timezone": "Europe/London"})
+    assert boston == {"timezone": "America/New_York"}  # a city whose zone is named for another
+
+
+def test_a_zone_the_request_names_or_a_choice_it_does_not_make_is_kept():
+    assert zones_as_stated("time in Tokyo?", CURRENT, {"timezone": "Asia/Tokyo"}) == {"timezone": "Asia/Tokyo"}
+    both_wrong = {"source_timezone": "UTC", "time": "9:15", "target_timezone": "UTC"}
+    assert zones_as_stated("9:15 Berlin time in Sydney", ZONED, both_wrong) == both_wrong  # which is which?
+    assert zones_as_stated("what time is it?", CURRENT, {"timezone": "Etc/UTC"}) == {"timezone": "Etc/UTC"}
+    assert named_zones("Wake up, the Nice team calls at 9") == ["Pacific/Wake", "Europe/Paris"]
+    assert named_zones("The center of Town, nice") == []  # mixed case: a place only with a capital
 
 
 def test_a_string_with_its_own_constraint_or_asking_for_an_offset_is_left_alone():

@@ -1,10 +1,14 @@
-"""`named_servers`: the servers a request names by a word of their names, and none by a file or packaging word."""
+"""`named_servers`: the servers a request names by a word of their names, and none by a file or packaging word;
+`mention_bonus`: their tools count for more in retrieval."""
 
 from __future__ import annotations
 
 import pytest
 
-from nexus_gateway.routing.mentions import named_servers, server_words
+from nexus_gateway.catalog import ToolRecord
+from nexus_gateway.routing.embedders import make_embedder
+from nexus_gateway.routing.hybrid import HybridRetriever
+from nexus_gateway.routing.mentions import MENTION_BONUS, mention_bonus, named_servers, server_words
 
 SERVERS = [
     "npm-github",
@@ -42,3 +46,36 @@ def test_a_request_names_the_servers_whose_words_it_uses(request_text: str, name
 def test_packaging_words_and_short_words_do_not_name_a_server():
     assert server_words("mcp-server-time") == {"time"} and server_words("npm-github") == {"github"}
     assert server_words("py-ha") == set() and server_words("chrome-devtools") == {"chrome", "devtool"}
+
+
+def test_the_bonus_goes_to_every_tool_of_a_named_server_and_no_other():
+    servers = ["npm-github", "npm-gitlab", "npm-github", "py-git"]
+    bonus = mention_bonus("file a bug on github octo/app: login fails", servers)
+    assert bonus.tolist() == [MENTION_BONUS, 0.0, MENTION_BONUS, 0.0]
+    assert not mention_bonus("read the file /tmp/github/notes.txt", servers).any()  # a path names no server
+
+
+def test_a_named_server_decides_between_equal_tools_and_reaches_tools_retrieval_missed(monkeypatch):
+    """Two servers' `create_issue` are the same text: the one named wins. In a large catalog the named server's
+    tools join the pool even when neither retriever's top list holds them."""
+    from nexus_gateway.routing import hybrid, slb
+
+    def tools(server: str) -> list[ToolRecord]:
+        return [
+            ToolRecord.from_tool(server, {"name": "create_issue", "description": "Create a new issue in a project."}),
+            ToolRecord.from_tool(server, {"name": "list_labels", "description": "List the labels of a project."}),
+        ]
+
+    filler = [
+        ToolRecord.from_tool("bulk", {"name": f"tool_{i}", "description": f"creates new issue kind {i}"})
+        for i in range(120)
+    ]
+    for large in (False, True):
+        if large:
+            monkeypatch.setattr(slb, "FAISS_ABOVE", 50)
+            monkeypatch.setattr(hybrid, "LARGE_POOL", 5)
+        retriever = HybridRetriever(make_embedder("hashing"))
+        retriever.index([*tools("gitlab"), *tools("github"), *filler])
+        hits = retriever.search("on github, create a new issue: login fails", 3)
+        assert hits[0].name == "github__create_issue", (large, hits)
+        assert retriever.search("create a new issue: login fails", 1)[0].name != "github__create_issue"

@@ -1,4 +1,5 @@
-"""What routing reads of a request: values named by their kind (routing/query.py)."""
+"""What routing reads of a request: values named by their kind, shorthand in the documentation's words
+(routing/query.py, routing/jargon.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.routing.bm25 import BM25Retriever
-from nexus_gateway.routing.query import routing_text
+from nexus_gateway.routing.jargon import expansions
+from nexus_gateway.routing.query import routing_text, values_by_kind
 
 
 @pytest.mark.parametrize(
@@ -23,7 +25,7 @@ from nexus_gateway.routing.query import routing_text
     ],
 )
 def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
-    assert routing_text(request_text) == routed
+    assert values_by_kind(request_text) == routed
 
 
 @pytest.mark.parametrize(
@@ -38,11 +40,55 @@ def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
     ],
 )
 def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_text: str) -> None:
-    assert routing_text(request_text) == request_text
+    assert values_by_kind(request_text) == request_text
+
+
+@pytest.mark.parametrize(
+    ("request_text", "added"),
+    [
+        ("open a PR from feature-login into main", "pull request create"),
+        ("file a bug on octo/app: login fails", "create issue"),
+        ("remember that my sister's birthday is May 3", "memory store"),
+        ("what's been said in #general", "channel"),
+        ("what's the status of PROJ-123", "issue"),
+        ("what is 17.5% of 2340", "calculate math expression"),
+        ("restart the api pod on k8s", "kubernetes"),
+    ],
+)
+def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
+    assert expansions(request_text) == added
+    assert routing_text(request_text) == f"{request_text} {added}"
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "read ~/notes/todo.md",  # a file's name is no to-do: values are read by their kind first
+        "list all the pages on docs.example.com",  # a host name's words are no shorthand
+        "the appr proposal is due on 2026-12-03",  # a date is no subtraction
+        "email pr@acme.io the draft",  # `pr` in lower case is no pull request
+        "what time is it in Paris?",
+    ],
+)
+def test_requests_without_shorthand_are_read_without_additions(request_text: str) -> None:
+    assert routing_text(request_text) == values_by_kind(request_text)
 
 
 def _tool(name: str, description: str) -> ToolRecord:
     return ToolRecord.from_tool("s", {"name": name, "description": description, "inputSchema": {"type": "object"}})
+
+
+def test_shorthand_finds_the_tool_its_documentation_describes() -> None:
+    """ "file a bug" shares no word with "Create a new issue"; its documentation's words do."""
+    retriever = BM25Retriever()
+    retriever.index(
+        [
+            _tool("create_issue", "Create a new issue in a GitHub repository."),
+            _tool("browser_click", "Perform a click on a web page: a button, a link."),
+            _tool("list_bugs", "List the bug bounty programs of an organization."),
+        ]
+    )
+    assert retriever.search("file a bug: login button does nothing on Safari", 3)[0].name == "s__create_issue"
 
 
 def test_a_paths_words_do_not_pull_tools_that_share_them() -> None:

@@ -1,0 +1,97 @@
+"""The words a tool's description uses for what a request says in shorthand or idiom.
+
+    expansions("open a PR on octo/app")           -> "create pull request"
+    expansions("file a bug: login fails")         -> "create issue"
+    expansions("remember that Ana likes tea")     -> "memory store"
+
+People write to an agent as they talk: "open a PR", "file a bug", "k8s", "DM Sam", "stage the file", "remember
+that ...". Tool descriptions are written as documentation: "Create a new pull request", "Create a new issue",
+"Kubernetes", "direct message", "Add file contents to the staging area", "knowledge graph memory". A small
+embedder (and BM25 all the more) does not see that these are the same thing, so the request's shorthand is
+looked up here and the documentation's words are added to what routing reads (`query.routing_text`); the
+request's own words stay. The tables hold general shorthand of software, office and chat work, not words of
+any one catalog or server; a request without any changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+CAPITALS: tuple[tuple[str, str], ...] = (
+    (r"\bPRs?\b", "pull request"),
+    (r"\bMRs?\b", "merge request"),
+    (r"\bDMs?\b", "direct message"),
+    (r"\bLGTM\b", "review approve"),
+    (r"\b[A-Z][A-Z0-9]{1,9}-\d+\b", "issue"),  # an issue key: PROJ-123, WEB-88
+    (r"\bSELECT\b.+\bFROM\b", "sql query"),
+)
+"""Shorthand read only as written, in capitals (`pr`, `mr` and `dm` are pieces of other words)."""
+
+_A = r"(?:an?\s+|the\s+)?(?:new\s+)?"
+"""An article and "new" between a verb and its object: "file a new bug"."""
+
+IDIOMS: tuple[tuple[str, str], ...] = (
+    # Code hosting and version control.
+    (r"\bpull-requests?\b", "pull request"),
+    (r"\brepos?\b", "repository"),
+    (rf"\b(?:file|report|raise|log|open|submit)\s+{_A}(?:bug|issue|ticket)s?\b", "create issue"),
+    (rf"\b(?:open|raise|submit|send)\s+{_A}(?:pull request|PR|merge request|MR)s?\b", "create"),
+    (r"\b(?:bugs?|tickets?)\b", "issue"),
+    (r"\bapprove[sd]?\b", "review approve"),
+    (r"\bstage\b", "add staging area"),
+    (r"\bunstage\b", "reset staging area"),
+    # Shell and files.
+    (r"\bk8s\b", "kubernetes"),
+    (r"\bdirs?\b|\bfolders?\b", "directory"),
+    (r"\bmkdir\b", "create directory"),
+    (r"\brm\b", "delete"),
+    (r"\bmv\b", "move"),
+    (r"\bcp\b", "copy"),
+    (r"\bls\b", "list directory"),
+    (r"\bgrep\b", "search text content"),
+    (r"\bkill\b", "terminate stop"),
+    (r"\bspin\s+up\b", "create start"),
+    (r"\btear\s+down\b", "delete"),
+    (r"\bconfig\b", "configuration"),
+    (r"\benv\s+vars?\b", "environment variable"),
+    (r"\bcreds\b", "credentials"),
+    (r"\bdeps\b", "dependencies"),
+    (r"\bdb\b", "database"),
+    # Chat, mail, calendar, contacts, documents.
+    (r"\bmsgs?\b", "message"),
+    (r"(?<![\w&])#[a-z][\w-]*", "channel"),  # a chat channel: #general
+    (r"\binbox\b", "email messages"),
+    (r"\bmeetings?\b|\bappointments?\b", "calendar event"),
+    (r"\bon my (?:calendar|schedule)\b|\bagenda\b", "calendar events"),
+    (r"\bto-?dos?\b", "task"),
+    (r"\bphone numbers?\b", "contact"),
+    (r"\bpics?\b|\bpictures?\b|\bphotos?\b", "image"),
+    (r"\bdocs\b(?!\.\w)", "documentation"),
+    (r"\bspreadsheets?\b", "sheet"),
+    # Memory, search, reasoning, arithmetic, devices.
+    (r"\bremember\b|\bmemorize\b|\bmake a note that\b", "memory store"),
+    (r"\bforget\b", "memory delete"),
+    (r"\brecall\b", "memory search"),
+    (r"\blook\s+up\b|\bgoogle\b", "search"),
+    (r"\bnews\b|\bwho won\b|\bcurrent events\b", "web search"),
+    (r"\bstep[- ]by[- ]step\b|\bthink (?:it |this )?through\b", "thinking reasoning steps"),
+    (r"\d\s*(?:%|percent)\s+of\s+\d|\d\s*[+*^\u00d7\u00f7]\s*\d|\d\s+[-/x]\s+\d", "calculate math expression"),
+    (r"\bsquare root\b|\bsqrt\b", "calculate math expression"),
+    (r"\blights?\b|\blamps?\b|\bthermostat\b|\bsensors?\b|\bgarage door\b", "device entity state"),
+    (r"\bstats\b", "statistics"),
+    (r"\binfo\b", "information"),
+)
+"""Idioms and shorthand in any case."""
+
+_PATTERNS = tuple((re.compile(pattern), words) for pattern, words in CAPITALS) + tuple(
+    (re.compile(pattern, re.IGNORECASE), words) for pattern, words in IDIOMS
+)
+
+
+def expansions(request: str) -> str:
+    """The documentation's words for the shorthand `request` uses, once each ("" for none)."""
+    added: list[str] = []
+    for pattern, words in _PATTERNS:
+        if pattern.search(request):
+            added.extend(word for word in words.split() if word not in added)
+    return " ".join(added)
