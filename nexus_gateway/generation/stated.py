@@ -226,10 +226,32 @@ _FOLDER = re.compile(r"(?<![\w.])((?:~|/)[\w.\-/~]*[\w\-~])/?(?=[\s,;:'\"]|$)")
 _FILE_NAME = re.compile(r"^[\w.\-]+\.[A-Za-z0-9]{1,6}$")
 
 
+_FILE_WORDS = frozenset({"file", "filename", "filepath", "path"})
+"""A parameter whose name ends with one of these holds a file: `filename`, `outputFile`, `path` (and `file_name`,
+`file_path`; not `file_id`)."""
+
+
+def _file_parameter(name: str) -> bool:
+    words = _words(name)
+    return bool(words) and (words[-1] in _FILE_WORDS or (words[0] == "file" and words[-1] in ("name", "path")))
+
+
 def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """`arguments` with a path-like parameter's bare file name joined to the one folder the request names."""
+    """`arguments` with a path-like parameter's bare file name joined to the one folder the request names, and a
+    file parameter holding words, not a file, given the one file the request names that no argument holds
+    ("create report.docx titled Quarterly Review": `filename` is `report.docx`, not the title)."""
     properties = _mapping(schema, "properties")
     fixed = dict(arguments)
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if not isinstance(value, str) or not isinstance(spec, Mapping) or spec.get("type") not in (None, "string"):
+            continue
+        if value and _file_parameter(name) and not re.search(r"[./\\]", value):
+            files = _file_names(request, fixed) + [
+                path for path in _FOLDER.findall(request) if _FILE_NAME.match(path.rsplit("/", 1)[-1])
+            ]
+            if len(set(files)) == 1:
+                fixed[name] = files[0]
     folders = [match.group(1) for match in _FOLDER.finditer(request)]
     folders = [folder for folder in folders if not _FILE_NAME.match(folder.rsplit("/", 1)[-1])]
     if len(set(folders)) != 1:

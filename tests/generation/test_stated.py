@@ -90,3 +90,22 @@ def test_a_path_that_is_the_requests_folder_alone_is_joined_to_the_one_file_it_n
     move = "move plan.md to /home/ana/projects"
     held = {"path": "/home/ana/projects", "content": "plan.md"}
     assert composed_paths(move, schema, held) == held  # the file is another argument's already
+
+
+def test_a_file_parameter_holding_words_gets_the_one_file_the_request_names():
+    schema = {
+        "type": "object",
+        "properties": {"filename": {"type": "string"}, "title": {"type": "string"}, "file_id": {"type": "string"}},
+    }
+    request = "create a Word document report.docx titled Quarterly Review"
+    fixed = composed_paths(request, schema, {"filename": "Quarterly Review", "title": "Quarterly Review"})
+    assert fixed == {"filename": "report.docx", "title": "Quarterly Review"}
+    in_folder = composed_paths(request.replace("report.docx", "/tmp/q4/report.docx"), schema, {"filename": "Q4"})
+    assert in_folder == {"filename": "/tmp/q4/report.docx"}
+    untouched = [
+        ("create a Word document titled Quarterly Review", {"filename": "Quarterly Review"}),  # it names no file
+        ("merge a.docx and b.docx", {"filename": "merged"}),  # which one?
+        ("share report.docx", {"file_id": "1AbC"}),  # an id is no file name
+    ]
+    for text, arguments in untouched:
+        assert composed_paths(text, schema, arguments) == arguments
