@@ -2,7 +2,7 @@
 
     expansions("open a PR on octo/app")           -> "create pull request"
     expansions("file a bug: login fails")         -> "create issue"
-    expansions("remember that Ana likes tea")     -> "memory store"
+    expansions("remember that Ana likes tea")     -> "memory"
 
 People write to an agent as they talk: "open a PR", "file a bug", "k8s", "DM Sam", "stage the file", "remember
 that ...". Tool descriptions are written as documentation: "Create a new pull request", "Create a new issue",
@@ -22,7 +22,6 @@ CAPITALS: tuple[tuple[str, str], ...] = (
     (r"\bMRs?\b", "merge request"),
     (r"\bDMs?\b", "direct message"),
     (r"\bLGTM\b", "review approve"),
-    (r"\b[A-Z][A-Z0-9]{1,9}-\d+\b", "issue"),  # an issue key: PROJ-123, WEB-88
     (r"\bSELECT\b.+\bFROM\b", "sql query"),
 )
 """Shorthand read only as written, in capitals (`pr`, `mr` and `dm` are pieces of other words)."""
@@ -36,9 +35,9 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\brepos?\b", "repository"),
     (rf"\b(?:file|report|raise|log|open|submit)\s+{_A}(?:bug|issue|ticket)s?\b", "create issue"),
     (rf"\b(?:open|raise|submit|send)\s+{_A}(?:pull request|PR|merge request|MR)s?\b", "create"),
-    (r"\b(?:bugs?|tickets?)\b", "issue"),
+    (r"\bbugs?\b|\b(?:jira|support|helpdesk|help desk)\s+tickets?\b", "issue"),
     (r"\bapprove[sd]?\b", "review approve"),
-    (r"\bstage\b", "add staging area"),
+    (r"(?<!-)\bstage\b(?!-)", "add staging area"),
     (r"\bunstage\b", "reset staging area"),
     # Shell and files.
     (r"\bk8s\b", "kubernetes"),
@@ -69,15 +68,20 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bdocs\b(?!\.\w)", "documentation"),
     (r"\bspreadsheets?\b", "sheet"),
     # Memory, search, reasoning, arithmetic, devices.
-    (r"\bremember\b|\bmemorize\b|\bmake a note that\b", "memory store"),
-    (r"\bforget\b", "memory delete"),
-    (r"\brecall\b", "memory search"),
-    (r"\blook\s+up\b|\bgoogle\b", "search"),
-    (r"\bnews\b|\bwho won\b|\bcurrent events\b", "web search"),
-    (r"\bstep[- ]by[- ]step\b|\bthink (?:it |this )?through\b", "thinking reasoning steps"),
+    (r"\bremember\b|\bmake a note that\b", "memory"),
+    (r"\bforget\s+(?:about|everything|all|that|what)\b", "memory delete"),
+    (r"\blook\s+up\b", "search"),
+    (r"\bwho won\b|\bcurrent events\b", "web search"),
+    (
+        r"\bthink\b.*\bstep[- ]by[- ]step\b|\bthink (?:it |this )?through\b|\breason through\b",
+        "thinking reasoning steps",
+    ),
     (r"\d\s*(?:%|percent)\s+of\s+\d|\d\s*[+*^\u00d7\u00f7]\s*\d|\d\s+[-/x]\s+\d", "calculate math expression"),
     (r"\bsquare root\b|\bsqrt\b", "calculate math expression"),
-    (r"\blights?\b|\blamps?\b|\bthermostat\b|\bsensors?\b|\bgarage door\b", "device entity state"),
+    (
+        r"\b(?:turn|switch)\s+(?:on|off)\b|\bthe lights?\b|\blamps?\b|\bthermostat\b|\bgarage door\b",
+        "device entity state",
+    ),
     (r"\bstats\b", "statistics"),
     (r"\binfo\b", "information"),
 )
