@@ -63,7 +63,6 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bmeetings?\b|\bappointments?\b", "calendar event"),
     (r"\bon my (?:calendar|schedule)\b|\bagenda\b", "calendar events"),
     (r"\bto-?dos?\b", "task"),
-    (r"\bphone numbers?\b", "contact"),
     (r"\bpics?\b|\bpictures?\b|\bphotos?\b", "image"),
     (r"\bdocs\b(?!\.\w)", "documentation"),
     (r"\bspreadsheets?\b", "sheet"),
