@@ -38,7 +38,13 @@ from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
-from nexus_gateway.generation.stated import composed_paths, stated_choices, topic_only, unstated_choices
+from nexus_gateway.generation.stated import (
+    composed_paths,
+    one_place,
+    stated_choices,
+    topic_only,
+    unstated_choices,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -286,6 +292,7 @@ def _grounded(
     if not arguments:
         return arguments, ()
     arguments = zones_as_stated(query, schema, stated_choices(query, schema, as_written(query, schema, arguments)))
+    arguments = one_place(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})

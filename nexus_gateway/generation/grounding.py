@@ -12,8 +12,10 @@ grammar took from a known domain counts when the request names it in the domain'
 (`Asia/Tokyo` for "Tokyo", domains.py).
 
 A free string value that the request holds in another spelling is first written as the request writes it
-(`as_written`): the case of the request (`construction site`, not `Construction Site`), and the plural the
-request uses when the model wrote its singular (`cats` in "influenza in cats", not `cat`).
+(`as_written`): the case of the request (`construction site`, not `Construction Site`), the plural the
+request uses when the model wrote its singular (`cats` in "influenza in cats", not `cat`), and an identifier
+copied with a slip (`C12345678` for the request's `C1234567`: a small model drops or doubles a digit of a long
+id) as the one identifier of the request it is a character or two from.
 
 A value that is the request itself, copied whole or nearly (`echoes`: "what time is it in Paris" as a
 browser tool's `text`), is supported by the letter but says nothing of the tool's fit: any tool with a
@@ -93,9 +95,41 @@ def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, 
         found = _found(value, request)
         if found is None and value.strip() and value.strip()[-1].isalpha():
             found = next(filter(None, (_found(value.strip() + ending, request) for ending in _PLURALS)), None)
+        if found is None:
+            found = _slipped_identifier(value, request)
         if found is not None and found != value:
             written[name] = found
     return written
+
+
+_IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{4,}[A-Za-z0-9](?![\w@/-])")
+"""An identifier of the request: six characters or more, letters and digits both (`C1234567`, `PROJ-88`)."""
+
+
+def _slipped_identifier(value: str, request: str) -> str | None:
+    """The one identifier of the request that `value` (itself identifier-shaped, not in the request) is at most
+    two edits from (one for ids under ten characters), else None."""
+    value = value.strip()
+    if not _IDENTIFIER.fullmatch(value):
+        return None
+    limit = 1 if len(value) < 10 else 2
+    near = {token for token in _IDENTIFIER.findall(request) if _edits(value, token, limit) <= limit}
+    return near.pop() if len(near) == 1 else None
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of `a` and `b`, or `limit + 1` once it is known to exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
 
 
 def _mapping(spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:

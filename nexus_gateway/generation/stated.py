@@ -15,6 +15,10 @@ that carry more than their topic, and paths it gives in pieces.
                       request's instruction words ("find the latest news about") and without a constraint
                       another argument already carries ("... in the US" when `country` is `US`, "... from
                       the past week" when `time_range` is `week`, "... under $100" when `max_price` is 100)
+    one_place         one value of the request put into two arguments (`namespace` and `name` both
+                      "payments"; `attendees: ["Dentist"]` beside `title: "Dentist"`): it stays where the request
+                      puts it (the argument whose name's words come just before it: "in namespace payments"),
+                      else in the required one; a list loses the item another argument holds
     composed_paths    a path-like value that is a bare file name the request places in a folder it names
                       ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`), or that folder alone where
                       the request names one file in it that no other argument holds
@@ -280,3 +284,57 @@ def _file_names(request: str, arguments: Mapping[str, Any]) -> list[str]:
     """The bare file names of the request (`plan.md`, not a path) that no argument holds already."""
     held = " ".join(str(value) for value in arguments.values())
     return list(dict.fromkeys(name for name in _BARE_FILE.findall(request) if name not in held))
+
+
+def one_place(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with a free string the model put into two arguments kept in one (see the module's docstring):
+    an optional argument that repeats another's value is left out when the request's words place the value
+    in the other, or the other is required and the request's words place it in neither; a list item that
+    repeats another argument's string is left out of the list (the list too, when optional and then empty)."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    free = {
+        name: value.strip().casefold()
+        for name, value in arguments.items()
+        if isinstance(value, str) and len(value.strip()) > 1 and _free(properties.get(name))
+    }
+    fixed = dict(arguments)
+    for name, value in arguments.items():
+        if not isinstance(value, list) or not _free(_mapping(properties.get(name) or {}, "items")):
+            continue
+        others = {held for other, held in free.items() if other != name}
+        kept = [item for item in value if not (isinstance(item, str) and item.strip().casefold() in others)]
+        if len(kept) < len(value) and (kept or name not in required):
+            fixed[name] = kept
+            if not kept:
+                del fixed[name]
+    for name, value in free.items():
+        if name in required or name not in fixed:
+            continue
+        twins = [other for other, held in free.items() if other != name and held == value and other in fixed]
+        if not twins:
+            continue
+        placed = {other for other in [name, *twins] if _placed(other, arguments[other], request)}
+        if (placed and name not in placed) or (not placed and any(other in required for other in twins)):
+            del fixed[name]
+    return fixed
+
+
+def _free(spec: Any) -> bool:
+    """A parameter of free text: a string without enum, const, format or pattern."""
+    return (
+        isinstance(spec, Mapping)
+        and spec.get("type") in (None, "string")
+        and not any(key in spec for key in ("enum", "const", "format", "pattern"))
+    )
+
+
+def _placed(name: str, value: str, request: str) -> bool:
+    """A word of the parameter's name comes within three words before the value in the request ("in namespace
+    payments" places `payments` in `namespace`)."""
+    words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
+    for match in re.finditer(rf"(?<!\w){re.escape(value.strip())}(?!\w)", request, re.IGNORECASE):
+        before = _words(request[: match.start()])[-3:]
+        if any(_begins(word, other) for word in words for other in before):
+            return True
+    return False

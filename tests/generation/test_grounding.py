@@ -259,3 +259,13 @@ def test_the_sides_of_a_slug_and_a_time_written_without_its_leading_zero_are_wha
     request = "if it's 9:30 in octo/app, remind me"
     assert ungrounded(request, schema, {"owner": "octo", "repo": "app", "time": "09:30"}) == []
     assert ungrounded(request, schema, {"owner": "oct", "repo": "app/x", "time": "10:30"}) == ["owner", "repo", "time"]
+
+
+def test_an_identifier_copied_with_a_slip_is_written_as_the_request_writes_it():
+    schema = {"type": "object", "properties": {"channel_id": {"type": "string"}, "timestamp": {"type": "string"}}}
+    request = "react with thumbsup to message 1712345678.000200 in channel C1234567"
+    decoded = {"channel_id": "C12345678", "timestamp": "1712345678.000200"}
+    assert as_written(request, schema, decoded) == {**decoded, "channel_id": "C1234567"}
+    two = "move PROJ-88 and PROJ-87 to Done"
+    assert as_written(two, schema, {"channel_id": "PROJ-89"}) == {"channel_id": "PROJ-89"}  # which one?
+    assert as_written("channel C1234567", schema, {"channel_id": "C7654321"}) == {"channel_id": "C7654321"}

@@ -1,6 +1,6 @@
 """Choices checked against what the request states (stated.py). No model."""
 
-from nexus_gateway.generation.stated import composed_paths, stated_choices, topic_only, unstated_choices
+from nexus_gateway.generation.stated import composed_paths, one_place, stated_choices, topic_only, unstated_choices
 
 THERMOSTAT = {
     "type": "object",
@@ -109,3 +109,51 @@ def test_a_file_parameter_holding_words_gets_the_one_file_the_request_names():
     ]
     for text, arguments in untouched:
         assert composed_paths(text, schema, arguments) == arguments
+
+
+def test_one_value_put_into_two_arguments_stays_where_the_request_puts_it():
+    pods = {
+        "type": "object",
+        "properties": {"resourceType": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}},
+        "required": ["resourceType"],
+    }
+    decoded = {"resourceType": "pods", "name": "payments", "namespace": "payments"}
+    assert one_place("list the pods in namespace payments", pods, decoded) == {
+        "resourceType": "pods",
+        "namespace": "payments",
+    }
+    event = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "attendees": {"type": "array", "items": {"type": "string"}},
+            "notes": {"type": "string"},
+        },
+        "required": ["title"],
+    }
+    assert one_place("Add 'Dentist' to my calendar", event, {"title": "Dentist", "attendees": ["Dentist"]}) == {
+        "title": "Dentist"
+    }
+    assert one_place("Add 'Dentist' to my calendar", event, {"title": "Dentist", "notes": "Dentist"}) == {
+        "title": "Dentist"
+    }
+    recipes = {
+        "type": "object",
+        "properties": {"ingredients": {"type": "array", "items": {"type": "string"}}, "diet": {"type": "string"}},
+        "required": ["ingredients"],
+    }
+    fixed = one_place("vegan recipes using tofu", recipes, {"ingredients": ["tofu", "vegan"], "diet": "vegan"})
+    assert fixed == {"ingredients": ["tofu"], "diet": "vegan"}
+
+
+def test_values_the_request_gives_twice_or_that_are_not_free_text_are_kept():
+    route = {
+        "type": "object",
+        "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+        "required": ["source", "destination"],
+    }
+    both = {"source": "Lyon", "destination": "Lyon"}
+    assert one_place("a loop from Lyon back to Lyon", route, both) == both  # both required: not ours to choose
+    sizes = {"type": "object", "properties": {"width": {"type": "string", "pattern": "^\\d+px$"}, "height": {}}}
+    square = {"width": "100px", "height": "100px"}
+    assert one_place("a 100px square", sizes, square) == square
