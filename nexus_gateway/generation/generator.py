@@ -40,6 +40,7 @@ from nexus_gateway.generation.grounding import as_written, invented_optional, na
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import (
     composed_paths,
+    directed,
     one_place,
     stated_choices,
     topic_only,
@@ -292,7 +293,7 @@ def _grounded(
     if not arguments:
         return arguments, ()
     arguments = zones_as_stated(query, schema, stated_choices(query, schema, as_written(query, schema, arguments)))
-    arguments = one_place(query, schema, arguments)
+    arguments = directed(query, schema, one_place(query, schema, arguments))
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})

@@ -19,6 +19,9 @@ that carry more than their topic, and paths it gives in pieces.
                       "payments"; `attendees: ["Dentist"]` beside `title: "Dentist"`): it stays where the request
                       puts it (the argument whose name's words come just before it: "in namespace payments"),
                       else in the required one; a list loses the item another argument holds
+    directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
+                      destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
+                      out of each other's lists where the model put both in both
     composed_paths    a path-like value that is a bare file name the request places in a folder it names
                       ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`), or that folder alone where
                       the request names one file in it that no other argument holds
@@ -338,3 +341,54 @@ def _placed(name: str, value: str, request: str) -> bool:
         if any(_begins(word, other) for word in words for other in before):
             return True
     return False
+
+
+_SOURCE_WORDS = frozenset({"origin", "origins", "source", "from", "start", "departure", "src"})
+_TARGET_WORDS = frozenset({"destination", "destinations", "target", "to", "end", "arrival", "dest", "dst"})
+_FROM_TO = re.compile(r"\bfrom\s+(?P<source>.+?)\s+to\s+(?P<target>.+?)(?=$|[?.!,;]|\s+(?:and|by|in|on|at|with|via)\b)")
+
+
+def directed(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with "from X to Y" in its places (the module's docstring): only where the request says it
+    that way, the tool has one source-like and one destination-like parameter, and X and Y are both among
+    their values."""
+    properties = _mapping(schema, "properties")
+    sources = [name for name in arguments if name in properties and _role(name) == "source"]
+    targets = [name for name in arguments if name in properties and _role(name) == "target"]
+    match = _FROM_TO.search(request)
+    if len(sources) != 1 or len(targets) != 1 or match is None:
+        return dict(arguments)
+    source, target = sources[0], targets[0]
+    said = {match.group("source").strip().casefold(): "source", match.group("target").strip().casefold(): "target"}
+    values = {source: arguments[source], target: arguments[target]}
+    if not all(_strings(value) for value in values.values()):
+        return dict(arguments)
+    held = {item.strip().casefold() for value in values.values() for item in _items(value)}
+    if set(said) - held:
+        return dict(arguments)
+    fixed = dict(arguments)
+    both = [*_items(values[source]), *_items(values[target])]
+    for name, role in ((source, "source"), (target, "target")):
+        mine = next(item for item in both if said.get(item.strip().casefold()) == role)
+        unsaid = [item for item in _items(values[name]) if item.strip().casefold() not in said]
+        fixed[name] = [mine, *unsaid] if isinstance(values[name], list) else mine
+    return fixed
+
+
+def _role(name: str) -> str | None:
+    words = _words(name)
+    if not words:
+        return None
+    if words[0] in _SOURCE_WORDS or words[-1] in _SOURCE_WORDS:
+        return "source"
+    if words[0] in _TARGET_WORDS or words[-1] in _TARGET_WORDS:
+        return "target"
+    return None
+
+
+def _items(value: Any) -> list[str]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _strings(value: Any) -> bool:
+    return all(isinstance(item, str) for item in _items(value)) and bool(_items(value))

@@ -1,6 +1,13 @@
 """Choices checked against what the request states (stated.py). No model."""
 
-from nexus_gateway.generation.stated import composed_paths, one_place, stated_choices, topic_only, unstated_choices
+from nexus_gateway.generation.stated import (
+    composed_paths,
+    directed,
+    one_place,
+    stated_choices,
+    topic_only,
+    unstated_choices,
+)
 
 THERMOSTAT = {
     "type": "object",
@@ -157,3 +164,32 @@ def test_values_the_request_gives_twice_or_that_are_not_free_text_are_kept():
     sizes = {"type": "object", "properties": {"width": {"type": "string", "pattern": "^\\d+px$"}, "height": {}}}
     square = {"width": "100px", "height": "100px"}
     assert one_place("a 100px square", sizes, square) == square
+
+
+def test_from_x_to_y_puts_x_in_the_source_and_y_in_the_destination():
+    matrix = {
+        "type": "object",
+        "properties": {
+            "origins": {"type": "array", "items": {"type": "string"}},
+            "destinations": {"type": "array", "items": {"type": "string"}},
+            "mode": {"type": "string"},
+        },
+    }
+    both = {"origins": ["Boston", "Portland"], "destinations": ["Portland", "Boston"], "mode": "driving"}
+    request = "distance by car from Boston to Portland"
+    assert directed(request, matrix, both) == {"origins": ["Boston"], "destinations": ["Portland"], "mode": "driving"}
+    swapped = {"origins": ["Portland"], "destinations": ["Boston"]}
+    assert directed(request, matrix, swapped) == {"origins": ["Boston"], "destinations": ["Portland"]}
+    route = {"type": "object", "properties": {"start": {"type": "string"}, "end": {"type": "string"}}}
+    walk = "walking directions from the Louvre to the Eiffel Tower"
+    assert directed(walk, route, {"start": "the Eiffel Tower", "end": "the Louvre"}) == {
+        "start": "the Louvre",
+        "end": "the Eiffel Tower",
+    }
+
+
+def test_without_from_x_to_y_or_with_other_values_the_arguments_are_kept():
+    route = {"type": "object", "properties": {"start": {"type": "string"}, "end": {"type": "string"}}}
+    kept = {"start": "Lyon", "end": "Turin"}
+    assert directed("Turin and Lyon: how far apart?", route, kept) == kept
+    assert directed("from Lyon to Geneva", route, kept) == kept  # Geneva is no value here: not ours to move
