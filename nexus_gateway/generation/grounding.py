@@ -172,12 +172,23 @@ _CLOCK = re.compile(r"^0?(\d{1,2}):(\d{2})$")
 
 
 def _same_clock_time(value: str, request: str) -> bool:
-    """`value` is a time of day the request writes with or without a leading zero (`09:30` for "9:30")."""
+    """`value` is a time of day the request writes with or without a leading zero (`09:30` for "9:30"), or on
+    the 12-hour clock (`15:00` for "3pm", "3 PM" or "3:00 p.m."; `09:30` for "9:30am")."""
     match = _CLOCK.match(value.strip())
     if match is None:
         return False
     hour, minute = int(match.group(1)), match.group(2)
-    return any(occurs(form, request) for form in (f"{hour}:{minute}", f"{hour:02d}:{minute}"))
+    if any(occurs(form, request) for form in (f"{hour}:{minute}", f"{hour:02d}:{minute}")):
+        return True
+    for said in _TWELVE_HOUR.finditer(request):
+        said_hour, said_minute = int(said.group(1)), said.group(2) or "00"
+        afternoon = said.group(3).lower().startswith("p")
+        if 1 <= said_hour <= 12 and (said_hour % 12 + 12 * afternoon, said_minute) == (hour, minute):
+            return True
+    return False
+
+
+_TWELVE_HOUR = re.compile(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 
 
 _WORD = re.compile(r"\w+")

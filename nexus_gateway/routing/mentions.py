@@ -14,6 +14,7 @@ asking (meta/run.py).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
@@ -48,11 +49,15 @@ FORMAT_APPS: dict[str, tuple[str, ...]] = {
 """A file's extension names the application of its format: "replace X in contract.docx" names a Word server."""
 
 
+_SLUG = re.compile(r"(?<![\w./@~-])[\w.-]+/[\w.-]+(?![\w/@-])")
+"""An `owner/name` slug: its words name a repository or a chart, not a server (`kubernetes/kubernetes` on GitHub)."""
+
+
 def named_servers(request: str, servers: Iterable[str]) -> frozenset[str]:
     """The servers among `servers` that `request` names by a word of their names (its paths, URLs and e-mail
-    addresses read by their kind first, so a file called like a server does not name it; a file's extension
-    names its format's application, `FORMAT_APPS`)."""
-    tokens = tokenize(routing_text(request))
+    addresses read by their kind first, so a file called like a server does not name it, and its `owner/name`
+    slugs left out; a file's extension names its format's application, `FORMAT_APPS`)."""
+    tokens = tokenize(_SLUG.sub(" ", routing_text(request)))
     words = set(tokens)
     words |= {app for kind, word in pairwise(tokens) if kind == "file" for app in FORMAT_APPS.get(word, ())}
     return frozenset(server for server in servers if server_words(server) & words)

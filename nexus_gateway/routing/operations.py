@@ -38,7 +38,7 @@ def _words(text: str) -> frozenset[str]:
 
 _KINDS: dict[str, frozenset[str]] = {
     READ: _words("get list show read search find fetch query describe view lookup look check count inspect retrieve"),
-    CREATE: _words("create add make insert post write submit publish upload install save put set reply"),
+    CREATE: _words("create add make insert post write submit publish upload install save put set reply leave"),
     UPDATE: _words(
         "update edit change modify rename move replace patch set save put write add remove clear cancel assign"
         " transition"

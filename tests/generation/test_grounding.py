@@ -261,6 +261,14 @@ def test_the_sides_of_a_slug_and_a_time_written_without_its_leading_zero_are_wha
     assert ungrounded(request, schema, {"owner": "oct", "repo": "app/x", "time": "10:30"}) == ["owner", "repo", "time"]
 
 
+def test_a_time_said_on_the_twelve_hour_clock_is_the_requests_own():
+    schema = {"type": "object", "properties": {"time": {"type": "string"}}, "required": ["time"]}
+    for request, time in [("if it's 3pm in New York", "15:00"), ("at 9:30 a.m.", "09:30"), ("noon is 12 PM", "12:00")]:
+        assert ungrounded(request, schema, {"time": time}) == [], request
+    assert ungrounded("if it's 3pm in New York", schema, {"time": "03:00"}) == ["time"]
+    assert ungrounded("midnight, 12am", schema, {"time": "12:00"}) == ["time"]
+
+
 def test_an_identifier_copied_with_a_slip_is_written_as_the_request_writes_it():
     schema = {"type": "object", "properties": {"channel_id": {"type": "string"}, "timestamp": {"type": "string"}}}
     request = "react with thumbsup to message 1712345678.000200 in channel C1234567"

@@ -12,6 +12,7 @@ from nexus_gateway.routing.mentions import MENTION_BONUS, mention_bonus, named_s
 
 SERVERS = [
     "npm-github",
+    "npm-kubernetes",
     "npm-firecrawl",
     "py-git",
     "npm-chrome-devtools",
@@ -37,6 +38,7 @@ SERVERS = [
         ("what sheets are in budget.xlsx", {"py-excel"}),
         ("check the docs for the word count", {"py-word"}),  # the word itself names it, as before
         ("how do I set up useEffect? check the docs", set()),  # "docs" is no file of Word's format
+        ("open PRs on kubernetes/kubernetes? check github", {"npm-github"}),  # a slug names a repository
     ],
 )
 def test_a_request_names_the_servers_whose_words_it_uses(request_text: str, named: set[str]):

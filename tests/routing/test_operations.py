@@ -41,6 +41,12 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
             "the request asks to create, and jira_get_project_fields reads",
         ),
         (
+            "leave a comment 'ship it' on page 1a2b",
+            "API-retrieve-a-comment",
+            ["API-create-a-comment"],
+            "the request asks to leave, and API-retrieve-a-comment reads",
+        ),
+        (
             "install the bitnami/redis helm chart",
             "uninstall_helm_chart",
             ["install_helm_chart"],
