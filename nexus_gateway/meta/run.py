@@ -27,6 +27,7 @@ import itertools
 import json
 import logging
 import math
+import re
 import time
 import weakref
 from collections.abc import Hashable
@@ -79,6 +80,9 @@ def _same_operation(one: ToolRecord, other: ToolRecord | None) -> bool:
     return operation_words(one.upstream_name) == operation_words(other.upstream_name)
 
 
+_WORDS = re.compile(r"[^\W_]{2,}")
+
+
 @dataclass(frozen=True)
 class Candidate:
     result: SearchResult
@@ -117,6 +121,16 @@ class Candidate:
         """Valid, and whatever it lacks is said (an echo, a missing fact), not invented silently."""
         invented = set(self.generated.ungrounded) - set(self.missing)
         return self.generated.schema_valid and not (invented & set(self.record.input_schema.get("required") or ()))
+
+    def lacks(self, request: str) -> bool:
+        """The request holds nothing of the values it does not support: a value it lacks (`convert_time`'s time
+        for "what time is it in Tokyo?"), not one it writes in another form (`"*.csv"` for "every .csv")."""
+        said = set(_WORDS.findall(request.lower()))
+        arguments = self.generated.arguments or {}
+        return not any(
+            said & set(_WORDS.findall(json.dumps(arguments.get(name), ensure_ascii=False).lower()))
+            for name in self.generated.ungrounded
+        )
 
     def doubt(self) -> str:
         """Why it is only proposed."""
@@ -315,7 +329,11 @@ class Runner:
         """The best candidate when it is sure (`Candidate.sure`); else another of the best few (re-ranked
         order) that the request grounds (`Candidate.grounded`) and that explains the request: called when
         the best one needs values the request does not hold ("what time is it in Tokyo?": `convert_time`
-        wants a time), proposed with the others when the best one was only doubtful (an echo, a path it
+        wants a time: `Candidate.lacks`) and the fall-back takes at least as many of the request's values;
+        proposed with the others when the best one takes more of them or its unsupported value holds words of
+        the request (a form the check does not read, "*.csv" for "every .csv", more often than a tool that does
+        not fit: on the fresh everyday set 4 of 4 such calls were wrong, the best one right in 3), or when the
+        best one was only doubtful (an echo, a path it
         does not take: the re-ranker's evidence still points to it, so a lower-ranked tool is a guess);
         else the best one proposed with the others when it is proposable; else None (the candidates come
         back). A sure best candidate that does not stand clear of the second (`Reranked.decisive`) is called
@@ -392,11 +410,12 @@ class Runner:
                 checked.append(await fill(result, tighten=True))
                 fallback = checked[-1]
                 if fallback.grounded and explains.get(result.name, False):
-                    if top.grounding.invented and not top.missing:  # the request cannot fill the best one
+                    lacking = top.grounding.invented and not top.missing and top.lacks(query)  # cannot fill it
+                    if lacking and fallback.grounding.evidence >= top.grounding.evidence:
                         choice, trace["routing"] = Choice(fallback), "grounded"
                     else:
                         why = (
-                            f"the best-ranked tool, {top.record.name}, does not fit it ({top.doubt()}); "
+                            f"the best-ranked tool, {top.record.name}, does not fit it as filled ({top.doubt()}); "
                             f"{fallback.record.name} is filled from the request but ranked lower, so check it first"
                         )
                         others = tuple(r for r in order if r.name != fallback.record.name)

@@ -34,6 +34,11 @@ TOOLS = {
     "browser__wait_for": {"properties": {"text": {"type": "string"}}, "required": ["text"]},
     "hello__debug": {"properties": {}},
     "files__read_text_file": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
+    "files__search_files": {
+        "properties": {"path": {"type": "string"}, "pattern": {"type": "string"}},
+        "required": ["path", "pattern"],
+    },
+    "files__list_directory": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
     "sentry__search_events": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
     "postgres__query": {"properties": {"sql": {"type": "string"}}, "required": ["sql"]},
     "github__fork_repository": {"properties": {"repo": {"type": "string"}}, "required": ["repo"]},
@@ -369,3 +374,22 @@ async def test_no_fall_back_is_filled_once_the_request_is_older_than_the_fall_ba
     assert core.called == [] and structured["status"] == "ambiguous", structured
     assert {name for name, _ in generator.calls} == {"time__convert_time"}  # the fall-back was never filled
     assert structured["trace"]["fallback_budget_s"] == 0 and "time__get_current_time" in json.dumps(structured)
+
+
+async def test_a_fall_back_that_takes_fewer_of_the_requests_values_than_the_best_is_proposed_not_called():
+    """ "find every .csv under /data/exports": `search_files` takes the folder and a pattern the check does not
+    find as written ("*.csv"); `list_directory` takes the folder alone. The lower-ranked tool is a guess."""
+    request = "find every .csv under /data/exports"
+    core = Core([("files__search_files", 0.5), ("files__list_directory", 0.49)])
+    generator = Generator(
+        {
+            "files__search_files": {"path": "/data/exports", "pattern": "*.csv"},
+            "files__list_directory": {"path": "/data/exports"},
+        },
+        {},
+    )
+    engine = Engine({"files__search_files": -10.0, "files__list_directory": -12.0})
+    structured = await run(core, generator, engine, request)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["trace"]["routing"] == "grounded"
+    assert [c["name"] for c in structured["candidates"]][:2] == ["files__list_directory", "files__search_files"]
