@@ -1,6 +1,6 @@
 """The words a tool's description uses for what a request says in shorthand or idiom.
 
-    expansions("open a PR on octo/app")           -> "create pull request"
+    expansions("open a PR on octo/app")           -> "pull request create"
     expansions("file a bug: login fails")         -> "create issue"
     expansions("remember that Ana likes tea")     -> "memory"
 
