@@ -38,12 +38,17 @@ def _words(text: str) -> frozenset[str]:
 
 _KINDS: dict[str, frozenset[str]] = {
     READ: _words("get list show read search find fetch query describe view lookup look check count inspect retrieve"),
-    CREATE: _words("create add make insert post write submit publish upload install save put set reply leave"),
+    CREATE: _words(
+        "create add make insert post write submit publish upload install save put set reply leave watch subscribe"
+        " follow"
+    ),
     UPDATE: _words(
         "update edit change modify rename move replace patch set save put write add remove clear cancel assign"
         " transition"
     ),
-    DELETE: _words("delete remove drop uninstall destroy purge erase forget clear cancel"),
+    DELETE: _words(
+        "delete remove drop uninstall destroy purge erase forget clear cancel stop unwatch unsubscribe unfollow"
+    ),
 }
 _NAMING = _words("send run execute trigger start launch")
 """Verbs of no kind: "send a GET request" reads, "run SELECT ..." queries; they only name tools (`send_message`)."""
@@ -82,6 +87,13 @@ def request_verb(request: str) -> str | None:
             continue
         return word if _base(word) in _KIND_OF else None
     return None
+
+
+def twins(tool: str, other: str) -> bool:
+    """Two tools' names say the same kind of operation (`search_papers` and `semantic_search`, `brave_web_search` and
+    `brave_local_search`: both read): alike enough that the model's preference alone does not tell them apart."""
+    done = kinds(name_words(tool))
+    return bool(done) and done == kinds(name_words(other))
 
 
 def name_words(tool: str) -> frozenset[str]:

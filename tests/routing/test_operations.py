@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_gateway.routing.operations import conflict, name_words, request_verb
+from nexus_gateway.routing.operations import conflict, name_words, request_verb, twins
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,7 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
             "the request asks to reply, which slack_reply_to_thread is named for",
         ),
         ("please delete /tmp/old.log", "read_file", [], "the request asks to delete, and read_file reads"),
+        ("stop the arxiv alert for 'rust'", "watch_topic", [], "the request asks to stop, and watch_topic creates"),
     ],
 )
 def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_verb_is_a_conflict(
@@ -86,3 +87,9 @@ def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_i
     request_text: str, tool: str, others: list[str]
 ):
     assert conflict(request_text, tool, others) is None
+
+
+def test_tools_named_for_the_same_kind_of_operation_are_twins():
+    assert twins("search_papers", "semantic_search") and twins("brave_web_search", "brave_local_search")
+    assert not twins("create_issue", "list_issues")  # a write and a read
+    assert not twins("git_log", "git_show")  # "log" names no operation: nothing to compare
