@@ -380,18 +380,11 @@ class Runner:
         choice: Choice | None = None
         if top.sure:
             decisive, rival = reranked.decisive(), None
-            twin = len(order) > 1 and self._twins(top.record, order[1].name)
-            if (not decisive or not top.grounding.evidence or twin) and len(order) > 1:
+            if (not decisive or not top.grounding.evidence) and len(order) > 1:
                 rival = await fill(order[1], tighten=True)
                 checked.append(rival)
             contested = (
-                rival is not None
-                and rival.sure
-                and (
-                    not decisive
-                    or rival.grounding.evidence > top.grounding.evidence
-                    or (twin and rival.grounding.evidence >= top.grounding.evidence)
-                )
+                rival is not None and rival.sure and (not decisive or rival.grounding.evidence > top.grounding.evidence)
             )
             if not contested and (decisive or top.grounding.evidence):
                 choice, trace["routing"] = Choice(top), "reranked"
@@ -478,17 +471,6 @@ class Runner:
             return choice
         trace["operation"] = why
         return Choice(choice.candidate, why, others)
-
-    def _twins(self, record: ToolRecord, name: str) -> bool:
-        """`name` is a tool of the same server whose name says the same kind of operation (`operations.twins`:
-        Brave's `brave_web_search` and `brave_local_search`): a decisive ranking between them is still the
-        model's preference alone, so the second is filled and, taking as much of the request, contests."""
-        other = self._record(name)
-        return (
-            other is not None
-            and other.server == record.server
-            and operations.twins(record.upstream_name, other.upstream_name)
-        )
 
     def _record(self, name: str) -> ToolRecord | None:
         """The tool `name`, or None when it is gone or withheld since the search."""

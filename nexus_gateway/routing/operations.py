@@ -89,13 +89,6 @@ def request_verb(request: str) -> str | None:
     return None
 
 
-def twins(tool: str, other: str) -> bool:
-    """Two tools' names say the same kind of operation (`search_papers` and `semantic_search`, `brave_web_search` and
-    `brave_local_search`: both read): alike enough that the model's preference alone does not tell them apart."""
-    done = kinds(name_words(tool))
-    return bool(done) and done == kinds(name_words(other))
-
-
 def name_words(tool: str) -> frozenset[str]:
     """The words of a tool's name in base form (`get_project_fields` -> get, project, field)."""
     return frozenset(_base(word) for word in _WORD.findall(words_of(tool).lower()))

@@ -39,8 +39,6 @@ TOOLS = {
         "required": ["path", "pattern"],
     },
     "files__list_directory": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
-    "brave__brave_local_search": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
-    "brave__brave_web_search": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
     "sentry__search_events": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
     "postgres__query": {"properties": {"sql": {"type": "string"}}, "required": ["sql"]},
     "github__fork_repository": {"properties": {"repo": {"type": "string"}}, "required": ["repo"]},
@@ -395,17 +393,3 @@ async def test_a_fall_back_that_takes_fewer_of_the_requests_values_than_the_best
     assert core.called == [] and structured["status"] == "proposed", structured
     assert structured["trace"]["routing"] == "grounded"
     assert [c["name"] for c in structured["candidates"]][:2] == ["files__list_directory", "files__search_files"]
-
-
-async def test_a_decisive_choice_between_twins_of_one_server_is_proposed_when_the_second_fits_as_well():
-    """Brave's web and local search both take the query: the model's preference alone does not tell which."""
-    request = "brave search: best budget mechanical keyboards"
-    query = {"query": "best budget mechanical keyboards"}
-    core = Core([("brave__brave_local_search", 0.6), ("brave__brave_web_search", 0.59), ("hello__debug", 0.1)])
-    fills = {"brave__brave_local_search": query, "brave__brave_web_search": query, "hello__debug": {}}
-    generator = Generator(fills, {})
-    engine = Engine({"brave__brave_local_search": -5.0, "brave__brave_web_search": -20.0, "hello__debug": -35.0})
-    structured = await run(core, generator, engine, request)
-    assert core.called == [] and structured["status"] == "proposed", structured
-    assert structured["trace"]["routing"] == "close"
-    assert {c["name"] for c in structured["candidates"]} >= {"brave__brave_local_search", "brave__brave_web_search"}

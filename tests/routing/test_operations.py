@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_gateway.routing.operations import conflict, name_words, request_verb, twins
+from nexus_gateway.routing.operations import conflict, name_words, request_verb
 
 
 @pytest.mark.parametrize(
@@ -87,9 +87,3 @@ def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_i
     request_text: str, tool: str, others: list[str]
 ):
     assert conflict(request_text, tool, others) is None
-
-
-def test_tools_named_for_the_same_kind_of_operation_are_twins():
-    assert twins("search_papers", "semantic_search") and twins("brave_web_search", "brave_local_search")
-    assert not twins("create_issue", "list_issues")  # a write and a read
-    assert not twins("git_log", "git_show")  # "log" names no operation: nothing to compare
