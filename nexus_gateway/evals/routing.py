@@ -29,7 +29,7 @@ from nexus_gateway.routing.mentions import mention_bonus
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
-from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, with_examples
+from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, other_rows, with_rows
 
 Progress = Callable[[str, int, int], None]
 
@@ -59,7 +59,8 @@ class ToolPool:
         examples: UsageExamples | None = None,
     ) -> None:
         """`examples`: example requests by tool content hash, laid out as the gateway's index does
-        (`ToolRows`: a tool's dense score blends its description's and its best example's; BM25 reads them)."""
+        (`ToolRows`: a tool's dense score blends its description's and its best other row's, a passage or an
+        example; BM25 reads them)."""
         self.names = [tool["name"] for tool in tools]
         self.servers = np.array([tool.get("server", "") for tool in tools], dtype=object)
         self.position = {name: i for i, name in enumerate(self.names)}
@@ -68,9 +69,12 @@ class ToolPool:
             ToolFields.of(t["name"], t.get("description") or "", t.get("inputSchema"), t.get("server", ""))
             for t in tools
         ]
-        self.fields = [with_examples(fields, more) for fields, more in zip(plain, requests, strict=True)]
-        """Each tool's fields as BM25 reads them (its examples with its description)."""
-        self.rows = ToolRows.of([fields.text(dense) for fields in plain], requests)
+        others = [other_rows(fields, more) for fields, more in zip(plain, requests, strict=True)]
+        self.fields = [with_rows(fields, more) for fields, more in zip(plain, others, strict=True)]
+        """Each tool's fields as BM25 reads them (its passages and examples with its description)."""
+        self.rows = ToolRows.of([fields.text(dense) for fields in plain], others)
+        self.with_examples = sum(1 for more in requests if more)
+        """How many tools have example requests."""
         self.slb = SemanticLookasideBuffer(embedder)
         self.slb.sync([self.names[owner] for owner in self.rows.owners], self.rows.texts)
         self.matrix = self.slb.matrix[self.rows.starts]
@@ -78,7 +82,7 @@ class ToolPool:
         self.weigh(lexical)
 
     def dense(self, candidates: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """The candidates' dense scores (`ToolRows.best`: the description's, blended with the best example's)."""
+        """The candidates' dense scores (`ToolRows.best`: the description's, blended with the best other row's)."""
         if not self.rows.extra:
             scores: np.ndarray = self.matrix[candidates] @ query
             return scores
@@ -226,7 +230,7 @@ def evaluate_routing(
         }
         report["scan_us_p50"][str(size)] = _scan_us(pool, queries, size, rng)
     report["embedder"] = embedder.name
-    report["tools_with_examples"] = pool.rows.with_examples
+    report["tools_with_examples"] = pool.with_examples
     report["fusion"] = method
     report["tau"] = tau
     return report

@@ -20,7 +20,7 @@ from nexus_gateway.routing.mentions import mention_bonus
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
-from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, tool_scores, with_examples
+from nexus_gateway.routing.usage import ToolRows, UsageExamples, examples_of, other_rows, tool_scores, with_rows
 from nexus_gateway.runtime.statefile import load_json
 
 if TYPE_CHECKING:
@@ -87,13 +87,15 @@ class HybridRetriever:
     def index(self, records: Sequence[ToolRecord], progress: IndexProgress | None = None) -> None:
         """Index exactly these tools. Embedding runs outside the lock in batches of `INDEX_BATCH`; after each
         batch the tools embedded so far become searchable and `progress(searchable, total)` is told. Tools'
-        example requests (`use_examples`) are embedded last, so a cold start serves every description first."""
+        passages and example requests (`use_examples`) are embedded last, so a cold start serves every description
+        first."""
         names = [record.name for record in records]
         servers = [record.server for record in records]
         fields = [ToolFields.of_record(record) for record in records]  # BM25 weighs them; the SLB embeds `texts`
         texts = [tool.text(DENSE_FIELDS) for tool in fields]
         with self._lock:
             examples = examples_of([record.content_hash for record in records], self._examples)
+        others = [other_rows(tool, requests) for tool, requests in zip(fields, examples, strict=True)]
         slb = self.slb.fork()
         missing = self._from_shared(slb, texts)
         for start in range(0, len(missing), INDEX_BATCH):
@@ -110,18 +112,19 @@ class HybridRetriever:
                 self._publish(slb.fork(), *chosen)
                 if progress is not None:
                     progress(len(ready), len(names))
-        requests = [request for tool in examples for request in tool]
+        requests = [row for tool in others for row in tool]
         new_requests = [requests[i] for i in self._from_shared(slb, requests)]
         for start in range(0, len(new_requests), INDEX_BATCH):
             self._learn(slb, new_requests[start : start + INDEX_BATCH])
             if progress is not None:
                 progress(len(names), len(names))  # every tool is searchable; this checks for cancellation
-        self._publish(slb, names, servers, texts, fields, examples)
+        self._publish(slb, names, servers, texts, fields, others)
         if progress is not None:
             progress(len(names), len(names))
         if missing or new_requests:
             logger.info(
-                "embedded %d new or changed tools and %d example requests (%d tools in the index, %d examples)",
+                "embedded %d new or changed tools and %d passages and example requests (%d tools in the index, %d "
+                "other rows)",
                 len(missing),
                 len(new_requests),
                 len(names),
@@ -155,15 +158,13 @@ class HybridRetriever:
         servers: list[str],
         texts: list[str],
         fields: list[ToolFields],
-        examples: list[list[str]] | None = None,
+        others: list[list[str]] | None = None,
     ) -> None:
-        examples = examples or [[] for _ in names]
-        rows = ToolRows.of(texts, examples)
+        others = others or [[] for _ in names]
+        rows = ToolRows.of(texts, others)
         slb.sync([names[owner] for owner in rows.owners], rows.texts)  # every vector is known: this embeds nothing
         lexical = BM25Retriever()
-        lexical.index_fields(
-            names, [with_examples(tool, requests) for tool, requests in zip(fields, examples, strict=True)]
-        )
+        lexical.index_fields(names, [with_rows(tool, more) for tool, more in zip(fields, others, strict=True)])
         with self._lock:
             self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
             self.servers = np.array(servers, dtype=object)

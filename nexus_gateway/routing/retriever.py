@@ -64,6 +64,15 @@ class FieldWeights:
     server: float = 1.0
 
 
+PASSAGES = 3
+"""Sentences of a description that get rows of their own. With the first sentence led by the name, measured on
+the everyday sets over the 843-tool catalog (session 18, `eval routing --sizes 843`): top-1 +2.6 to +9.3 points
+on all four, recall@5 +0 to +5; one passage (the led first sentence) gained less, the passages without it lost
+on one set."""
+MIN_PASSAGE_CHARS = 12
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 @dataclass(frozen=True)
 class ToolFields:
     """What a retriever reads of a tool, field by field, each in words."""
@@ -105,6 +114,17 @@ class ToolFields:
     def text(self, weights: FieldWeights) -> str:
         """The text that is embedded: the fields of nonzero weight, name first."""
         return " ".join(text for text, _ in self.weighted(weights))
+
+    def passages(self, count: int = PASSAGES) -> list[str]:
+        """The description's first `count` sentences, each a row of its own beside the whole text, the first
+        also led by the tool's name (usage.ToolRows): one vector of a long description averages everything it
+        says (its options, caveats, formats), and a short request matches the sentence that says what the tool
+        does better than that average. Fragments (under `MIN_PASSAGE_CHARS`: `Args:`, `- path: x.`) are left out."""
+        sentences = [part.strip() for part in _SENTENCE_END.split(self.description)]
+        lead = [sentence for sentence in sentences if len(sentence) >= MIN_PASSAGE_CHARS][:count]
+        if not lead:
+            return []
+        return [f"{self.name}: {lead[0]}" if self.name else lead[0], *lead]
 
 
 DENSE_FIELDS = FieldWeights(server=0.0)

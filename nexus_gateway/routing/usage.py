@@ -1,10 +1,12 @@
-"""Tools represented by how they are used: each tool's example requests indexed beside its description.
+"""Tools represented by their parts and by how they are used: each tool's passages and example requests
+indexed beside its description.
 
-    tool i:  row  description text (its DENSE_FIELDS)       \
-             rows example request 1 .. m                    } rows of the SLB, tool by tool
-    tool score = its description's cosine blended with its best example's (`tool_scores`), then fused with
+    tool i:  row  description text (its DENSE_FIELDS)            \
+             rows passages (its description's lead sentences)     } rows of the SLB, tool by tool
+             rows example request 1 .. m                         /
+    tool score = its description's cosine blended with its best other row's (`tool_scores`), then fused with
     BM25 as before;
-    BM25 reads the examples as one more field of the tool (`with_examples`).
+    BM25 reads the other rows with the description (`with_rows`), so a description's lead counts twice.
 
 Example requests are plain data here (`UsageExamples`: by tool content hash), written elsewhere (the
 generation layer, by the local model); a tool with none yet has its description row only. The gateway's index
@@ -28,7 +30,8 @@ UsageExamples = Mapping[str, Sequence[str]]
 
 @dataclass(frozen=True)
 class ToolRows:
-    """The rows of the tools' vectors: tool by tool, its description text first, then its examples."""
+    """The rows of the tools' vectors: tool by tool, its description text first, then its other rows
+    (`other_rows`: passages, then examples)."""
 
     texts: list[str]
     owners: np.ndarray
@@ -37,11 +40,11 @@ class ToolRows:
     """Each tool's first row (its description row)."""
 
     @classmethod
-    def of(cls, descriptions: Sequence[str], examples: Sequence[Sequence[str]]) -> ToolRows:
+    def of(cls, descriptions: Sequence[str], others: Sequence[Sequence[str]]) -> ToolRows:
         texts: list[str] = []
         owners: list[int] = []
         starts: list[int] = []
-        for tool, (description, requests) in enumerate(zip(descriptions, examples, strict=True)):
+        for tool, (description, requests) in enumerate(zip(descriptions, others, strict=True)):
             starts.append(len(texts))
             texts.append(description)
             texts.extend(requests)
@@ -50,13 +53,8 @@ class ToolRows:
 
     @property
     def extra(self) -> int:
-        """How many example rows there are (rows beyond one a tool)."""
+        """How many rows there are beyond one a tool."""
         return len(self.texts) - len(self.starts)
-
-    @property
-    def with_examples(self) -> int:
-        """How many tools have at least one example row."""
-        return int(np.count_nonzero(np.diff(self.starts, append=len(self.texts)) > 1))
 
     def best(self, row_scores: np.ndarray) -> np.ndarray:
         """Each tool's score from its rows' (`tool_scores`; one row a tool: the scores as they are)."""
@@ -71,15 +69,16 @@ class ToolRows:
 
 
 EXAMPLE_WEIGHT = 0.5
-"""A tool's dense score is (description + w x best example) / (1 + w); its description's alone without examples.
-Measured on the development sets (real-catalog everyday dev and MetaTool, the tools that had examples, whole
-pool): the best example alone (w = inf) lost 6 points of top-1 on the real catalog, w = 1 lost 2, w = 0.5 gained
-1 there and 3.3 on MetaTool, and the best recall on both."""
+"""A tool's dense score is (description + w x best other row) / (1 + w); its description's alone without others.
+Measured for examples on the development sets (real-catalog everyday dev and MetaTool, the tools that had
+examples, whole pool): the best example alone (w = inf) lost 6 points of top-1 on the real catalog, w = 1 lost 2,
+w = 0.5 gained 1 there and 3.3 on MetaTool, and the best recall on both. Passages were then measured at 0.5, 1
+and 2 on the four everyday sets: 0.5 had the best mean top-1."""
 
 
 def tool_scores(row_scores: np.ndarray, starts: np.ndarray, weight: float = EXAMPLE_WEIGHT) -> np.ndarray:
     """Each tool's dense score from its rows' (grouped tool by tool from `starts`, the description's first): the
-    description's, blended with its best example's (`EXAMPLE_WEIGHT`) when it has examples."""
+    description's, blended with its best other row's (`EXAMPLE_WEIGHT`) when it has others."""
     description = row_scores[starts]
     examples = np.asarray(row_scores, dtype=np.float64).copy()
     examples[starts] = -np.inf
@@ -95,8 +94,13 @@ def examples_of(digests: Sequence[str], examples: UsageExamples | None) -> list[
     return [list(examples.get(digest, ())) for digest in digests]
 
 
-def with_examples(fields: ToolFields, requests: Sequence[str]) -> ToolFields:
-    """A tool's fields with its example requests added to what BM25 reads (its description field)."""
-    if not requests:
+def other_rows(fields: ToolFields, examples: Sequence[str]) -> list[str]:
+    """A tool's rows beside its description: its passages (`ToolFields.passages`), then its example requests."""
+    return [*fields.passages(), *examples]
+
+
+def with_rows(fields: ToolFields, rows: Sequence[str]) -> ToolFields:
+    """A tool's fields with its other rows added to what BM25 reads (its description field)."""
+    if not rows:
         return fields
-    return dataclasses.replace(fields, description=" ".join([fields.description, *requests]))
+    return dataclasses.replace(fields, description=" ".join([fields.description, *rows]))

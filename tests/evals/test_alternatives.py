@@ -61,12 +61,14 @@ def test_an_alternative_missing_from_the_tool_set_is_a_clear_error():
 
 
 def test_the_evaluation_scores_bm25_as_the_gateway_index_does():
-    """Over the whole catalog the evaluation's BM25F (ToolPool) and the gateway's (BM25Retriever) agree."""
+    """Over the whole catalog the evaluation's BM25F (ToolPool) and the gateway's index's (HybridRetriever's
+    lexical side, which reads each tool's passages too) agree."""
     from nexus_gateway.catalog import ToolRecord
-    from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
+    from nexus_gateway.routing.bm25 import tokenize
+    from nexus_gateway.routing.hybrid import HybridRetriever
 
     pool = ToolPool(TOOLS, HashingEmbedder())
-    retriever = BM25Retriever()
+    retriever = HybridRetriever(HashingEmbedder())
     retriever.index([ToolRecord.from_tool("", tool, name=tool["name"]) for tool in TOOLS])
     everything = np.arange(len(TOOLS))
-    assert np.allclose(pool.bm25(tokenize(QUERY), everything), retriever.scores(QUERY))
+    assert np.allclose(pool.bm25(tokenize(QUERY), everything), retriever.lexical.scores(QUERY))

@@ -51,7 +51,7 @@ CASES = [
 
 
 def test_the_grid_ranks_points_by_mean_top1_and_reports_the_current_defaults():
-    lexical = [FieldWeights(server=1.0), FieldWeights(server=0.0)]
+    lexical = [FieldWeights(server=3.0), FieldWeights(server=0.0)]  # a server's name that outweighs the passages
     report = search_fields(
         [TuningSet("toy", TOOLS, CASES, len(TOOLS))],
         HashingEmbedder(),

@@ -9,7 +9,8 @@ from nexus_gateway.catalog import ToolRecord, content_hash
 from nexus_gateway.evals.routing import ToolPool
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
-from nexus_gateway.routing.usage import EXAMPLE_WEIGHT, ToolRows, examples_of
+from nexus_gateway.routing.retriever import ToolFields
+from nexus_gateway.routing.usage import EXAMPLE_WEIGHT, ToolRows, examples_of, other_rows
 
 TOOLS = [
     {"name": "zq_fetch", "description": "Retrieve the entity payload by handle.", "inputSchema": {"type": "object"}},
@@ -32,7 +33,27 @@ def test_a_tool_scores_by_its_description_blended_with_its_best_example():
     best = rows.best(np.array([0.1, 0.7, 0.2, 0.3, 0.5, 0.4]))
     assert np.allclose(best, [(0.1 + w * 0.7) / (1 + w), 0.3, (0.5 + w * 0.4) / (1 + w)])
     assert rows.rows_of(np.array([2, 0])).tolist() == [4, 5, 0, 1, 2]
-    assert (rows.extra, rows.with_examples) == (3, 2)
+    assert rows.extra == 3
+
+
+def test_a_description_gives_its_lead_sentences_as_passages_the_first_led_by_the_name():
+    fields = ToolFields.of(
+        "read_text_file",
+        "Read a file as text.\nArgs:\n- path: x. Handles encodings! Use head for the first lines. More.",
+        None,
+    )
+    assert fields.passages() == [
+        "read text file: Read a file as text.",
+        "Read a file as text.",
+        "Handles encodings!",  # "Args:" and "- path: x." are fragments
+        "Use head for the first lines.",
+    ]
+    assert ToolFields.of("ping", "", None).passages() == []
+    assert other_rows(ToolFields.of("ping", "Ping a host by name.", None), ["ping example.org"]) == [
+        "ping: Ping a host by name.",
+        "Ping a host by name.",
+        "ping example.org",
+    ]
 
 
 def test_examples_are_looked_up_by_content_hash_and_a_tool_without_has_none():
@@ -48,7 +69,8 @@ def test_examples_find_a_tool_its_description_does_not_and_are_lexical_text_too(
     used.use_examples(EXAMPLES)
     used.index(records())
     assert used.search(QUERY, 3)[0].name == "s__zq_fetch"
-    assert len(used.slb) == 5 and used.rows.with_examples == 1  # 3 descriptions + 2 examples
+    assert len(used.slb) == 3 + 3 * 2 + 2  # 3 descriptions, their passages (the led sentence, the sentence), 2 examples
+    assert used.rows.extra == 3 * 2 + 2
     lexical = used.lexical.scores("invoice")
     assert lexical[0] > 0 and not lexical[1:].any()
 
@@ -94,5 +116,5 @@ def test_the_evaluation_pool_scores_tools_exactly_as_the_gateway_index_does():
     gateway = {hit.name: hit.score for hit in retriever.search(QUERY, 3)}
     evaluated = pool.dense(np.arange(3), query)
     assert [round(gateway[name], 5) for name in pool.names] == [round(float(s), 5) for s in evaluated]
-    assert pool.rows.with_examples == 1 and pool.matrix.shape[0] == 3
+    assert pool.with_examples == 1 and pool.matrix.shape[0] == 3
     assert pool.terms[0].get("invoice", 0) > 0  # BM25 reads the examples as the gateway's index does
