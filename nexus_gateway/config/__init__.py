@@ -319,10 +319,12 @@ class NexusSettings(BaseModel):
     embedder: str = "default"
     """`default` (all-MiniLM-L6-v2 int8, offline), `hashing`, `gguf:/path/to/embedding-model.gguf`, or `bm25`."""
     fusion: Literal["linear", "rrf", "dense", "lexical"] = "linear"
-    usage_examples: bool = True
-    """Routed: the local model writes a few example requests for each tool in the background (once per tool
-    definition, kept in the state dir) and tools are also found by them (routing/usage.py); false: by their
-    descriptions only, and no model loads for indexing."""
+    usage_examples: bool = False
+    """true (routed): the local model writes a few example requests for each tool in the background (once per
+    tool definition, kept in the state dir) and tools are also found by them (routing/usage.py). Off by default:
+    with the packaged 0.5B model writing them, the whole 843-tool real catalog's examples (40 min of one core)
+    lowered everyday top-1 by 1.2 points on average beside the description passages (docs/routing.md); a
+    stronger writer (`nexus.engine`, an inference server) may do better."""
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth_tokens: list[str] = Field(default_factory=list)

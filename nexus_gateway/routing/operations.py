@@ -16,6 +16,10 @@ redis chart"). The same goes for a request whose verb names another candidate ex
 thread": `reply_to_thread`, not `post_message`). `run` proposes instead of calling then (meta/run.py); nothing
 here changes a ranking.
 
+Pairs of names where one is the other's negation (`git_diff_staged` and `git_diff_unstaged`, `watch` and
+`unwatch`) are told apart by the letters "un" alone, which neither retriever weighs: a tool whose name says the
+negation of a word the request says, or the word the request negates, is a conflict too (`opposite`).
+
 Only the leading verb is read: a word like "post", "file", "list" or "set" is as often a noun ("the blog post",
 "my todo list"), and a question ("what's on my calendar") or a request that opens with its object states no
 operation, so nothing is concluded from them. "run" and "execute" say nothing of the kind of operation (a
@@ -44,7 +48,7 @@ _KINDS: dict[str, frozenset[str]] = {
     ),
     UPDATE: _words(
         "update edit change modify rename move replace patch set save put write add remove clear cancel assign"
-        " transition"
+        " transition pause resume enable disable archive unarchive restore lock unlock"
     ),
     DELETE: _words(
         "delete remove drop uninstall destroy purge erase forget clear cancel stop unwatch unsubscribe unfollow"
@@ -102,10 +106,31 @@ def kinds(words: Iterable[str]) -> frozenset[str]:
     return found
 
 
+def opposite(request: str, tool: str) -> str | None:
+    """The word of `tool`'s name that is the negation of one the request says ("staged" in the request,
+    `git_diff_unstaged`; "unwatched" in the request, `list_watched`), or None. Such names come in pairs, one
+    the other's opposite, and retrieval reads both alike: the letters "un" are all that tell them apart."""
+    said = {_base(word) for word in _WORD.findall(request.lower())}
+    for word in _WORD.findall(words_of(tool).lower()):
+        base = _base(word)
+        if base.startswith("un") and base not in said and base[2:] in said:
+            return word
+        if f"un{base}" in said and base not in said:
+            return word
+    return None
+
+
 def conflict(request: str, tool: str, others: Iterable[str] = ()) -> str | None:
     """Why `tool` (a tool's name, as its server calls it) does not do what `request` asks, or None: its name
-    names an operation of another kind than the request's verb, or the verb names one of `others` (the other
-    candidates' names) exactly and not `tool`."""
+    says the opposite of a word of the request (`opposite`), names an operation of another kind than the
+    request's verb, or the verb names one of `others` (the other candidates' names) exactly and not `tool`."""
+    why = _verb_conflict(request, tool, others)
+    if why is None and (word := opposite(request, tool)) is not None:
+        why = f"{tool} is for {word}, the opposite of what the request says"
+    return why
+
+
+def _verb_conflict(request: str, tool: str, others: Iterable[str]) -> str | None:
     verb = request_verb(request)
     if verb is None:
         return None

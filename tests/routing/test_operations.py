@@ -60,6 +60,24 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
         ),
         ("please delete /tmp/old.log", "read_file", [], "the request asks to delete, and read_file reads"),
         ("stop the arxiv alert for 'rust'", "watch_topic", [], "the request asks to stop, and watch_topic creates"),
+        (
+            "pause monitor m1, don't delete it",
+            "monitor_delete",
+            [],
+            "the request asks to pause, and monitor_delete deletes",
+        ),
+        (
+            "what's staged in ~/api?",
+            "git_diff_unstaged",
+            [],
+            "git_diff_unstaged is for unstaged, the opposite of what the request says",
+        ),
+        (
+            "show the unstaged changes",
+            "git_diff_staged",
+            [],
+            "git_diff_staged is for staged, the opposite of what the request says",
+        ),
     ],
 )
 def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_verb_is_a_conflict(
@@ -81,6 +99,9 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("find github repos about rust", "search_repositories", ["find_dead_code"]),  # a read verb names no rival
         ("stage src/cart.py", "git_add", []),
         ("close the browser", "browser_close", []),  # a verb not read here concludes nothing
+        ("what's staged in ~/api?", "git_diff_staged", ["git_diff_unstaged"]),
+        ("undo the last commit", "git_reset", []),  # "undo" is no negation of a word the name says
+        ("unstage everything in ~/api", "git_reset", []),
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
