@@ -12,6 +12,9 @@
 # 3. pytest with the arguments given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# llama-cpp-python compiles llama.cpp on its first install. A native build (-march=native) crashed in llama_decode
+# on a Xeon with AMX (2026-12-05, 0.3.36); the portable build runs everywhere. Set CMAKE_ARGS to build otherwise.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 python=${PYTHON:-python3}
 venv=${NEXUS_VENV:-.venv}
 

@@ -252,7 +252,9 @@ def test_the_readme_test_command_is_what_ci_runs_and_sets_up_a_fresh_machine():
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert any(line.startswith("export CMAKE_ARGS=") for line in ci)
     assert ci[-1].strip() == tests
-    assert install_and_serve.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && ")
+    assert install_and_serve.startswith(
+        'python3 -m venv .venv && . .venv/bin/activate && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e . && '
+    )
 
 
 def test_the_readme_serve_command_serves_the_example_config_over_http(tmp_path: Path):
