@@ -394,22 +394,28 @@ def narrowed_schema(schema: Mapping[str, Any], narrowed: Mapping[str, Sequence[A
     return {**schema, "properties": properties}
 
 
-_IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)\w[\w.-]{2,}\w(?![\w@/-])")
+_SALIENT_IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)\w[\w.-]{2,}\w(?![\w@/-])")
 """A token of letters and digits together, 4 characters or more: `C01ABCD`, `PROJ-88`, `a1b2c3d`, `api-7d9f`."""
+_QUOTED = re.compile(r"`([^`]{2,})`|\"([^\"]{2,})\"|(?<!\w)'([^']{2,})'(?!\w)")
+"""A quoted or backticked span: a command, a message, a name the user spelled out (`npm run build`, 'on it')."""
+_LONG_NUMBER = re.compile(r"(?<![\w.,])\d{4,}(?:\.\d+)?(?![\w,]|\.\d)|(?<![\w.,])\d+\.\d{4,}(?![\w,]|\.\d)")
+"""A number of four digits or more, an id or a year (`48213`, `1706.03762`, `2026`); shorter ones are often counts."""
 _SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w/@-])")
 """Two names joined by a slash, no spaces: an owner and a repository or chart (`octo/app`, `bitnami/redis`)."""
 
 
 def salient_values(request: str) -> list[str]:
-    """The request's most specific values: URLs, e-mail addresses, paths, owner/name slugs and identifiers
-    (what a tool it is meant for takes as an argument)."""
+    """The request's most specific values: URLs, e-mail addresses, paths, owner/name slugs, identifiers,
+    quoted spans and long numbers (what a tool it is meant for takes as an argument)."""
     urls = _spans(_URL, request)
     emails = _spans(_EMAIL, request)
     rest = _EMAIL.sub(" ", _URL.sub(" ", request))
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
     slugs = _spans(_SLUG, rest)
-    identifiers = _spans(_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
-    return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers]))
+    identifiers = _spans(_SALIENT_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
+    quoted = [next(group for group in match.groups() if group) for match in _QUOTED.finditer(rest)]
+    numbers = _spans(_LONG_NUMBER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
+    return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers, *quoted, *numbers]))
 
 
 def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:

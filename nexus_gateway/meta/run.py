@@ -329,7 +329,7 @@ class Runner:
         """The best candidate when it is sure (`Candidate.sure`); else another of the best few (re-ranked
         order) that the request grounds (`Candidate.grounded`) and that explains the request: called when
         the best one needs values the request does not hold ("what time is it in Tokyo?": `convert_time`
-        wants a time: `Candidate.lacks`) and the fall-back takes at least as many of the request's values;
+        wants a time: `Candidate.lacks`) and the fall-back takes more of the request's values;
         proposed with the others when the best one takes more of them or its unsupported value holds words of
         the request (a form the check does not read, "*.csv" for "every .csv", more often than a tool that does
         not fit: on the fresh everyday set 4 of 4 such calls were wrong, the best one right in 3), or when the
@@ -411,7 +411,7 @@ class Runner:
                 fallback = checked[-1]
                 if fallback.grounded and explains.get(result.name, False):
                     lacking = top.grounding.invented and not top.missing and top.lacks(query)  # cannot fill it
-                    if lacking and fallback.grounding.evidence >= top.grounding.evidence:
+                    if lacking and fallback.grounding.evidence > top.grounding.evidence:
                         choice, trace["routing"] = Choice(fallback), "grounded"
                     else:
                         why = (

@@ -248,9 +248,9 @@ async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_rank
     assert checked[1]["echoed"] == 1 and checked[1]["evidence"] == 0, checked
 
 
-async def test_a_fall_back_is_called_only_with_evidence_and_a_likelihood_above_no_tool_when_the_best_cannot_be_filled():
+async def test_a_fall_back_is_called_only_with_more_evidence_and_a_likelihood_above_no_tool_when_the_best_cannot_be_filled():
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
-    convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
+    convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Europe/London"}
     generator = Generator(
         {"time__convert_time": convert, "time__get_current_time": {"timezone": "Europe/London"}},
         {"time__get_current_time": {"timezone": "Asia/Tokyo"}},  # the fall-back is narrowed too
@@ -259,6 +259,16 @@ async def test_a_fall_back_is_called_only_with_evidence_and_a_likelihood_above_n
     structured = await run(core, generator, engine, "what time is it in Tokyo?")
     assert core.called == [("time__get_current_time", {"timezone": "Asia/Tokyo"})], structured
     assert structured["trace"]["routing"] == "grounded"
+    # the best one takes Tokyo too: as much evidence is no reason to call a lower-ranked tool, so it is proposed
+    core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
+    convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}
+    generator = Generator(
+        {"time__convert_time": convert, "time__get_current_time": {"timezone": "Europe/London"}},
+        {"time__get_current_time": {"timezone": "Asia/Tokyo"}},
+    )
+    structured = await run(core, generator, engine, "what time is it in Tokyo?")
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["call"]["name"] == "time__get_current_time" and structured["trace"]["routing"] == "grounded"
     unlikely = Engine({"time__convert_time": -10.0, "time__get_current_time": -50.0})  # below no tool (-40)
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     structured = await run(core, generator, unlikely, "what time is it in Tokyo?")
