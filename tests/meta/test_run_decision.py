@@ -248,7 +248,7 @@ async def test_the_request_copied_into_a_catch_all_never_wins_over_a_better_rank
     assert checked[1]["echoed"] == 1 and checked[1]["evidence"] == 0, checked
 
 
-async def test_a_fall_back_is_called_only_with_more_evidence_and_a_likelihood_above_no_tool_when_the_best_cannot_be_filled():
+async def test_a_fall_back_is_called_only_with_more_evidence_and_above_no_tool_when_the_best_cannot_be_filled():
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     convert = {"source_timezone": "Etc/UTC", "time": "15:00", "target_timezone": "Europe/London"}
     generator = Generator(
