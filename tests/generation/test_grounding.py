@@ -250,6 +250,19 @@ def test_an_owner_and_name_slug_is_salient_and_used_whole_or_by_its_parts():
     assert salient_values("read /home/sam/a/b.txt") == ["/home/sam/a/b.txt"]  # a path is no slug
 
 
+def test_a_quoted_span_and_a_long_number_are_salient_and_short_numbers_and_apostrophes_are_not():
+    request = "kick off `npm run build` in a terminal and tell me what it spits out"
+    assert salient_values(request) == ["npm run build"]
+    assert ignores_request(request, {"params": {"outputDir": "build"}}) == ["npm run build"]
+    assert ignores_request(request, {"command": "npm run build"}) == []
+    assert salient_values("leave a comment 'looks good to me' on it") == ["looks good to me"]
+    assert salient_values('send "standup in 5" to the team space') == ["standup in 5"]
+    assert salient_values("bibtex for 1706.03762 please") == ["1706.03762"]
+    assert ignores_request("kill pid 48213", {}) == ["48213"] and ignores_request("kill pid 48213", {"pid": 48213}) == []
+    assert salient_values("what's staged in my sister's repo") == []  # apostrophes open no quote
+    assert salient_values("show the last 5 commits, 10,000 rows, version 3.5") == []  # counts and short numbers
+
+
 def test_the_sides_of_a_slug_and_a_time_written_without_its_leading_zero_are_what_the_request_says():
     schema = {
         "type": "object",
