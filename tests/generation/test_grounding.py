@@ -258,7 +258,8 @@ def test_a_quoted_span_and_a_long_number_are_salient_and_short_numbers_and_apost
     assert salient_values("leave a comment 'looks good to me' on it") == ["looks good to me"]
     assert salient_values('send "standup in 5" to the team space') == ["standup in 5"]
     assert salient_values("bibtex for 1706.03762 please") == ["1706.03762"]
-    assert ignores_request("kill pid 48213", {}) == ["48213"] and ignores_request("kill pid 48213", {"pid": 48213}) == []
+    assert ignores_request("kill pid 48213", {}) == ["48213"]
+    assert ignores_request("kill pid 48213", {"pid": 48213}) == []
     assert salient_values("what's staged in my sister's repo") == []  # apostrophes open no quote
     assert salient_values("show the last 5 commits, 10,000 rows, version 3.5") == []  # counts and short numbers
 
