@@ -52,6 +52,19 @@ logger = logging.getLogger(__name__)
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
 COPY_BIAS = 2.0
+BUDGET_BASE, BUDGET_PER_CHAR = 48, 0.75
+
+
+def token_budget(query: str, ceiling: int) -> int:
+    """Tokens the arguments of `query` may take: `BUDGET_BASE` for keys and JSON, and about three tokens for
+    each token of the request (a character is about a quarter of one), at most `ceiling`. What arguments
+    say comes from the request, so they are not much longer than it; past that the model is writing optional
+    parameters the request never states (`"timestamps": false, "previous": false, ...` took 160 tokens, 8 s
+    on 2 cores, for "show the logs of pod api-7d9f"). The required parameters come first in every grammar,
+    and a budget that runs out closes the object (decoding.py's closing mode)."""
+    return min(ceiling, BUDGET_BASE + int(len(query) * BUDGET_PER_CHAR))
+
+
 """Logits given to tokens that copy the request into a string value (`engine/copying.py`)."""
 _NOTHING_TO_DECODE = Decoded("{}", True, None, 0, 0.0, 0.0)
 
@@ -147,9 +160,10 @@ class ArgumentGenerator:
             plan = self._plans[key] = grammar_for(record.input_schema)
         return plan
 
-    def _decoding(self, plan: GrammarPlan, form: ToolForm) -> Decoding:
+    def _decoding(self, plan: GrammarPlan, form: ToolForm, query: str) -> Decoding:
+        budget = token_budget(query, self.max_tokens)
         return Decoding(
-            grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=self.max_tokens, copy_bias=self.copy_bias
+            grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=budget, copy_bias=self.copy_bias
         )
 
     async def _decode(
@@ -158,7 +172,7 @@ class ArgumentGenerator:
         """Decode under `plan`'s grammar, or, when llama.cpp will not parse it, under the next looser one
         (`grammar.looser`), remembered for the tool when `keep`. The grammar that was used comes back too."""
         for attempt in (plan, *looser(record.input_schema, plan)):
-            how = how if attempt is plan else self._decoding(attempt, how.form)
+            how = how if attempt is plan else self._decoding(attempt, how.form, query)
             try:
                 decoded = await self.engine.decode_arguments(session, record, query, how)
             except GrammarRejected:
@@ -221,24 +235,24 @@ class ArgumentGenerator:
         chosen = await self._form(session, record, mode or self.mode)
         plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
         decoded = _NOTHING_TO_DECODE
-        how = self._decoding(plan, chosen)
+        how = self._decoding(plan, chosen, query)
         if not plan.empty:
             plan, how, decoded = await self._decode(session, record, query, plan, how, keep=not narrowed)
         schema, key = record.input_schema, record.content_hash or None
         arguments, dropped = _grounded(query, schema, parse_object(decoded.text))
-        problems = self._problems(schema, arguments, key)
+        problems = self._problems(schema, arguments, key, how.max_tokens)
         repaired: list[str] = []
         retries = 0
         if problems and arguments is not None:
             arguments, repaired = _mended(schema, arguments, [])
-            problems = self._problems(schema, arguments, key)
+            problems = self._problems(schema, arguments, key, how.max_tokens)
         if problems and not plan.empty:  # once more, told what was wrong
             retries = 1
             again = await self.engine.decode_arguments(session, record, query + retry_note(problems, decoded.text), how)
             second, second_dropped = _grounded(query, schema, parse_object(again.text))
             if second is not None:
                 second, steps = _mended(schema, second, ["retried"])
-                second_problems = self._problems(schema, second, key)
+                second_problems = self._problems(schema, second, key, how.max_tokens)
                 if len(second_problems) <= len(problems):
                     decoded = Decoded(
                         again.text,
@@ -254,10 +268,10 @@ class ArgumentGenerator:
             arguments, left_out = without_invalid(schema, arguments)
             if left_out:
                 repaired.append("left out: " + ", ".join(left_out))
-                problems = self._problems(schema, arguments, key)
+                problems = self._problems(schema, arguments, key, how.max_tokens)
         invented = tuple(ungrounded(query, schema, arguments)) if arguments else ()
         if problems and decoded.closed_early:  # a value the grammar cannot check (a format) was cut short
-            problems = (f"the token budget ({self.max_tokens}) ran out and the arguments were closed early", *problems)
+            problems = (f"the token budget ({how.max_tokens}) ran out and the arguments were closed early", *problems)
         return Generated(
             tool=record.name,
             arguments=arguments,
@@ -277,9 +291,12 @@ class ArgumentGenerator:
             retries=retries,
         )
 
-    def _problems(self, schema: dict[str, Any], arguments: dict[str, Any] | None, key: str | None) -> tuple[str, ...]:
+    @staticmethod
+    def _problems(
+        schema: dict[str, Any], arguments: dict[str, Any] | None, key: str | None, budget: int
+    ) -> tuple[str, ...]:
         if arguments is None:
-            return (f"the arguments did not close within {self.max_tokens} + {CLOSING_TOKENS} tokens",)
+            return (f"the arguments did not close within {budget} + {CLOSING_TOKENS} tokens",)
         return tuple(schema_problems(schema, arguments, key=key))
 
 

@@ -15,7 +15,7 @@ from nexus_gateway.engine import ColdSchema, Decoded, Decoding, Session, Turn
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import ConfigError
-from nexus_gateway.generation.generator import ArgumentGenerator, check_mode
+from nexus_gateway.generation.generator import BUDGET_BASE, ArgumentGenerator, check_mode, token_budget
 from tests.engine.conftest import WEATHER
 
 pytestmark = pytest.mark.anyio
@@ -100,6 +100,16 @@ async def test_a_tool_without_parameters_gets_empty_arguments_without_asking_the
     generated = await ArgumentGenerator(engine).generate(Session(0), PING, "ping the server")
     assert generated.arguments == {} and generated.schema_valid and generated.placement is None
     assert engine.decoded == []
+
+
+async def test_the_token_budget_grows_with_the_request_up_to_the_ceiling():
+    engine = ScriptedEngine(decoded('{"query": "taxes"}'), decoded('{"query": "taxes"}'))
+    generator = ArgumentGenerator(engine, max_tokens=160)
+    await generator.generate(Session(0), SEARCH, "notes about taxes")
+    await generator.generate(Session(0), SEARCH, "notes about taxes " * 20)
+    budgets = [how.max_tokens for _, how in engine.decoded]
+    assert budgets == [token_budget("notes about taxes", 160), 160] and budgets[0] < 80
+    assert token_budget("x" * 40, 160) == BUDGET_BASE + 30
 
 
 async def test_output_that_never_closes_is_not_json_and_the_problem_names_the_budget():
