@@ -306,10 +306,10 @@ class NexusSettings(BaseModel):
     set every right call scored 0.45 or more, three of six wrong ones 0.27-0.37), 0 (off) with any other, whose
     scores are on another scale."""
     run_fallback_s: float | None = Field(default=None, ge=0)
-    """When the best candidate cannot be filled from the request, `run` fills the next ones (three in all); with this
+    """When the best candidate cannot be filled from the request, `run` fills the next one (two in all); with this
     set, only while the model has worked less than this many seconds on the request (re-ranking and fills; not the
     engine's start), past it the candidates go back to the host at once. A fall-back can only be called or proposed,
-    and the candidates hold it anyway: on the everyday sets requests that tried three fills took 8-22 s. Unset (the
+    and the candidates hold it anyway: on the everyday sets requests that tried three fills (before session 19) took 8-22 s. Unset (the
     default): no limit, so what `run` decides does not depend on how busy the machine is."""
     search_rerank: bool = False
     """`search_tools` re-ranks below the gate with the local model unless a call says `rerank: false`
