@@ -309,8 +309,8 @@ class NexusSettings(BaseModel):
     """When the best candidate cannot be filled from the request, `run` fills the next one (two in all); with this
     set, only while the model has worked less than this many seconds on the request (re-ranking and fills; not the
     engine's start), past it the candidates go back to the host at once. A fall-back can only be called or proposed,
-    and the candidates hold it anyway: on the everyday sets requests that tried three fills (before session 19) took 8-22 s. Unset (the
-    default): no limit, so what `run` decides does not depend on how busy the machine is."""
+    and the candidates hold it anyway: on the everyday sets requests that tried three fills (before session 19) took
+    8-22 s. Unset (the default): no limit, so what `run` decides does not depend on how busy the machine is."""
     search_rerank: bool = False
     """`search_tools` re-ranks below the gate with the local model unless a call says `rerank: false`
     (the model loads on the first such search)."""

@@ -32,7 +32,8 @@ DEFAULT_CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
 INDEX_BATCH = 32
 """Tools embedded between two publications of a growing index (a cold start serves searches as it goes)."""
 LARGE_POOL = 256
-"""Above FAISS_ABOVE tools, the dense and lexical top lists of this length are fused."""
+"""Above FAISS_ABOVE rows, the dense and lexical top lists of this many tools are fused (the dense list reads
+`ToolRows.per_tool` rows a tool, since a tool's passages and examples crowd the top rows together)."""
 
 
 class HybridRetriever:
@@ -183,7 +184,7 @@ class HybridRetriever:
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
         # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one) and
         # the tools of the servers the request names, each tool scored from all its rows (`tool_scores`).
-        dense_rows, _ = slb.top(vector, LARGE_POOL)
+        dense_rows, _ = slb.top(vector, LARGE_POOL * rows.per_tool)
         tools = np.union1d(rows.owners[dense_rows], top_k(lexical_scores, LARGE_POOL))
         tools = np.union1d(tools, np.flatnonzero(named))
         chosen = rows.rows_of(tools)

@@ -56,6 +56,11 @@ class ToolRows:
         """How many rows there are beyond one a tool."""
         return len(self.texts) - len(self.starts)
 
+    @property
+    def per_tool(self) -> int:
+        """Rows a tool, on average, rounded up (at least 1)."""
+        return max(1, -(-len(self.texts) // max(1, len(self.starts))))
+
     def best(self, row_scores: np.ndarray) -> np.ndarray:
         """Each tool's score from its rows' (`tool_scores`; one row a tool: the scores as they are)."""
         if len(row_scores) == len(self.starts):

@@ -56,6 +56,12 @@ def test_a_description_gives_its_lead_sentences_as_passages_the_first_led_by_the
     ]
 
 
+def test_rows_a_tool_count_every_row_and_round_up():
+    rows = ToolRows.of(["a", "b", "c"], [["a1", "a2", "a3"], [], ["c1"]])
+    assert rows.extra == 4 and rows.per_tool == 3  # 7 rows for 3 tools
+    assert ToolRows.of(["a"], [[]]).per_tool == 1 and ToolRows.of([], []).per_tool == 1
+
+
 def test_examples_are_looked_up_by_content_hash_and_a_tool_without_has_none():
     assert examples_of(["x", "y"], {"x": ("one", "two")}) == [["one", "two"], []]
     assert examples_of(["x"], None) == [[]]
