@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 FORMS: tuple[ToolForm, ...] = get_args(ToolForm)
 _PLAN_CACHE_LIMIT = 2048
 COPY_BIAS = 2.0
+"""Logits given to tokens that copy the request into a string value (`engine/copying.py`)."""
+
 BUDGET_BASE, BUDGET_PER_CHAR = 48, 0.75
 
 
@@ -65,7 +67,6 @@ def token_budget(query: str, ceiling: int) -> int:
     return min(ceiling, BUDGET_BASE + int(len(query) * BUDGET_PER_CHAR))
 
 
-"""Logits given to tokens that copy the request into a string value (`engine/copying.py`)."""
 _NOTHING_TO_DECODE = Decoded("{}", True, None, 0, 0.0, 0.0)
 
 
