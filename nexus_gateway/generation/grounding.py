@@ -418,6 +418,21 @@ def salient_values(request: str) -> list[str]:
     return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers, *quoted, *numbers]))
 
 
+def stated_values(request: str, arguments: Mapping[str, Any]) -> int:
+    """How many of the arguments' values, required or optional (top level, and the items of a list), the request
+    says as written: `{"repo_path": "/srv/app", "max_count": 2}` states two for "show the last 2 commits of
+    /srv/app". Booleans and empty values are not counted: a request never spells them."""
+    values = [item for value in arguments.values() for item in (value if isinstance(value, list) else [value])]
+    return sum(
+        1
+        for value in values
+        if isinstance(value, str | int | float)
+        and not isinstance(value, bool)
+        and str(value).strip()
+        and occurs(str(value), request)
+    )
+
+
 def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:
     """The request's salient values when the arguments use none of them (a tool without parameters, or
     one filled from other words, for "read the file /tmp/hello.txt"); empty when it has none or one is used."""

@@ -10,6 +10,7 @@ from nexus_gateway.generation.grounding import (
     ignores_request,
     invented_optional,
     salient_values,
+    stated_values,
     ungrounded,
 )
 
@@ -262,6 +263,13 @@ def test_a_quoted_span_and_a_long_number_are_salient_and_short_numbers_and_apost
     assert ignores_request("kill pid 48213", {"pid": 48213}) == []
     assert salient_values("what's staged in my sister's repo") == []  # apostrophes open no quote
     assert salient_values("show the last 5 commits, 10,000 rows, version 3.5") == []  # counts and short numbers
+
+
+def test_stated_values_count_what_the_request_spells_required_or_optional_and_never_booleans():
+    request = "Show the last 2 commits of the git repository /srv/app"
+    assert stated_values(request, {"repo_path": "/srv/app", "max_count": 2}) == 2
+    assert stated_values(request, {"repo_path": "/srv/app", "revision": "HEAD~2", "verbose": True}) == 1
+    assert stated_values("tag it a, b", {"tags": ["a", "b", "c"], "note": ""}) == 2
 
 
 def test_the_sides_of_a_slug_and_a_time_written_without_its_leading_zero_are_what_the_request_says():

@@ -44,6 +44,14 @@ TOOLS = {
     "github__fork_repository": {"properties": {"repo": {"type": "string"}}, "required": ["repo"]},
     "gitlab__fork_repository": {"properties": {"project_id": {"type": "string"}}, "required": ["project_id"]},
     "jira__get_project_fields": {"properties": {"project": {"type": "string"}}, "required": ["project"]},
+    "git__git_show": {
+        "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
+        "required": ["repo_path", "revision"],
+    },
+    "git__git_log": {
+        "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}},
+        "required": ["repo_path"],
+    },
     "jira__create_issue": {
         "properties": {"project": {"type": "string"}, "summary": {"type": "string"}},
         "required": ["project", "summary"],
@@ -273,6 +281,21 @@ async def test_a_fall_back_is_called_only_with_more_evidence_and_above_no_tool_w
     core = Core([("time__convert_time", 0.5), ("time__get_current_time", 0.49)])
     structured = await run(core, generator, unlikely, "what time is it in Tokyo?")
     assert core.called == [] and structured["status"] == "ambiguous", structured
+
+
+async def test_a_fall_back_as_grounded_as_the_best_is_called_when_it_states_more_of_the_request():
+    request = "Show the last 2 commits of the git repository /srv/app"
+    show = {"repo_path": "/srv/app", "revision": "HEAD~2"}  # the revision is made up
+    log = {"repo_path": "/srv/app", "max_count": 2}  # as many required values, and the count too
+    generator = Generator({"git__git_show": show, "git__git_log": log}, {})
+    engine = Engine({"git__git_show": -10.0, "git__git_log": -12.0})
+    core = Core([("git__git_show", 0.5), ("git__git_log", 0.49)])
+    structured = await run(core, generator, engine, request)
+    assert core.called == [("git__git_log", log)] and structured["trace"]["routing"] == "grounded", structured
+    core = Core([("git__git_show", 0.5), ("git__git_log", 0.49)])
+    generator = Generator({"git__git_show": show, "git__git_log": {"repo_path": "/srv/app"}}, {})
+    structured = await run(core, generator, engine, request)
+    assert core.called == [] and structured["status"] == "proposed", structured  # a tie in both: proposed
 
 
 async def test_a_best_candidate_filled_only_by_an_echo_is_proposed_with_the_others_not_called():
