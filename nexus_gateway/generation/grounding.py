@@ -418,19 +418,11 @@ def salient_values(request: str) -> list[str]:
     return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers, *quoted, *numbers]))
 
 
-def stated_values(request: str, arguments: Mapping[str, Any]) -> int:
-    """How many of the arguments' values, required or optional (top level, and the items of a list), the request
-    says as written: `{"repo_path": "/srv/app", "max_count": 2}` states two for "show the last 2 commits of
-    /srv/app". Booleans and empty values are not counted: a request never spells them."""
-    values = [item for value in arguments.values() for item in (value if isinstance(value, list) else [value])]
-    return sum(
-        1
-        for value in values
-        if isinstance(value, str | int | float)
-        and not isinstance(value, bool)
-        and str(value).strip()
-        and occurs(str(value), request)
-    )
+def stated_values(request: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> int:
+    """`grounding`'s evidence over every argument, required or optional: how many of their free values the
+    request says, echoes aside. `{"repo_path": "/srv/app", "max_count": 2}` states two for "show the last 2
+    commits of /srv/app"; booleans and empty values count for nothing (a request never spells them)."""
+    return sum(g.evidence for g in _per_argument(request, schema or {}, arguments).values())
 
 
 def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:

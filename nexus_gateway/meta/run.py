@@ -83,8 +83,8 @@ def _more_evidence(request: str, fallback: Candidate, top: Candidate) -> bool:
     of the recorded `bench run-catalog` runs, 17 were wrong, every wrong one of session 18's code such a tie."""
     if fallback.grounding.evidence != top.grounding.evidence:
         return fallback.grounding.evidence > top.grounding.evidence
-    after, before = fallback.generated.arguments or {}, top.generated.arguments or {}
-    return stated_values(request, after) > stated_values(request, before)
+    after = stated_values(request, fallback.generated.arguments or {}, fallback.record.input_schema)
+    return after > stated_values(request, top.generated.arguments or {}, top.record.input_schema)
 
 
 def _same_operation(one: ToolRecord, other: ToolRecord | None) -> bool:
