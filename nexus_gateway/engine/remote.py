@@ -169,6 +169,11 @@ class RemoteEngine:
     async def close_session(self, session: Session) -> None:
         self._history.pop(session.id, None)
 
+    async def fork_session(self, session: Session) -> Session:
+        fork = await self.open_session()
+        self._history[fork.id] = list(self._turns(session))
+        return fork
+
     def _turns(self, session: Session) -> list[str]:
         turns = self._history.get(session.id)
         if turns is None:

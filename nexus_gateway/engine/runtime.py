@@ -116,6 +116,15 @@ class Runtime:
         self._sessions[seq] = state
         return state
 
+    def fork_session(self, state: SessionState) -> SessionState:
+        """A new session holding what `state` holds (its cells shared, not copied: the cache is unified), so a
+        second tool can be decoded beside the first for the same request; close it like any session."""
+        fork = self.open_session()
+        self.ctx.seq_rm(fork.seq)
+        self.ctx.seq_cp(state.seq, fork.seq)
+        fork.n_past = state.n_past
+        return fork
+
     def session_open(self, seq: int) -> SessionState | None:
         """The open session of sequence `seq`, if any."""
         return self._sessions.get(seq)

@@ -223,6 +223,10 @@ class LocalEngine:
     async def close_session(self, session: Session) -> None:
         await self._worker.call(lambda rt: rt.close_session(rt.session(session.id)))
 
+    async def fork_session(self, session: Session) -> Session:
+        state = await self._worker.call(lambda rt: rt.fork_session(rt.session(session.id)))
+        return Session(state.seq)
+
     async def depth(self, session: Session) -> int:
         return await self._worker.call(lambda rt: rt.depth(rt.session(session.id)))
 

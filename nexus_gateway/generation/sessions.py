@@ -39,6 +39,8 @@ class SessionPool:
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._guard = anyio.Lock()
         self._released = anyio.Event()
+        self._forks = 0
+        """Sessions lent by `fork`, counted against `capacity` like the clients' own."""
         self.evictions = 0
 
     def __len__(self) -> int:
@@ -48,12 +50,12 @@ class SessionPool:
         while True:
             async with self._guard:
                 entry = self._entries.get(key)
-                if entry is None and len(self._entries) >= self.capacity:
+                if entry is None and len(self._entries) + self._forks >= self.capacity:
                     victim = next((k for k, e in self._entries.items() if e.users == 0), None)
                     if victim is not None:
                         await self.engine.close_session(self._entries.pop(victim).session)
                         self.evictions += 1
-                if entry is None and len(self._entries) < self.capacity:
+                if entry is None and len(self._entries) + self._forks < self.capacity:
                     entry = self._entries[key] = _Entry(await self.engine.open_session())
                 if entry is not None:
                     self._entries.move_to_end(key)
@@ -75,6 +77,28 @@ class SessionPool:
             entry.users -= 1
             self._released.set()
             self._released = anyio.Event()
+
+    @asynccontextmanager
+    async def fork(self, session: Session) -> AsyncIterator[Session | None]:
+        """A session holding what the leased `session` holds, to decode a second candidate beside the first
+        (engine `fork_session`), closed on exit; None when every session is taken, and the caller decodes
+        one after the other. A fork never evicts a client's session."""
+        async with self._guard:
+            fork = None
+            if len(self._entries) + self._forks < self.capacity:
+                fork = await self.engine.fork_session(session)
+                self._forks += 1
+        try:
+            yield fork
+        finally:
+            if fork is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.engine.close_session(fork)
+                    finally:
+                        self._forks -= 1
+                        self._released.set()
+                        self._released = anyio.Event()
 
     async def depth(self, session: Session) -> int:
         return await self.engine.depth(session)

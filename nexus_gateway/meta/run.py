@@ -298,7 +298,7 @@ class Runner:
         trace["timings_ms"] = clock.laps
         async with pool.lease(key) as engine_session:
             clock.lap("session")
-            choice = await self._pick(generator, engine_session, query, results, trace, clock)
+            choice = await self._pick(generator, pool, engine_session, query, results, trace, clock)
             choice = self._server_check(query, choice, results, trace)
             choice = self._operation_check(request, choice, results, trace)
             choice = self._close_enough(choice, results, trace)
@@ -334,6 +334,7 @@ class Runner:
     async def _pick(
         self,
         generator: ArgumentGenerator,
+        pool: SessionPool,
         session: Session,
         query: str,
         results: list[SearchResult],
@@ -361,19 +362,41 @@ class Runner:
 
         A value the request does not support is first decoded again among the request's own values of
         its kind (`_tightened`). The automatic choice (above the margin gate) is called when sure; when not,
-        the candidates are re-ranked like any request below the gate."""
+        the candidates are re-ranked like any request below the gate.
+
+        When the ranking is not decisive, the best two are always both filled, so they are filled together
+        (`_fill_pair`): the second in a fork of the session, their decoding steps in one batch."""
         filled: dict[str, Candidate] = {}
         began = time.perf_counter()  # the model's work for this request: not the engine's start, not a session's wait
 
-        async def fill(result: SearchResult, *, tighten: bool) -> Candidate:
+        async def fill(result: SearchResult, *, tighten: bool, into: Session = session) -> Candidate:
             candidate = filled.get(result.name)
             if candidate is None:
-                candidate = await self._fill(generator, session, query, result)
+                candidate = await self._fill(generator, into, query, result)
                 if tighten:
-                    candidate = await self._tightened(generator, session, query, candidate)
+                    candidate = await self._tightened(generator, into, query, candidate)
                 filled[result.name] = candidate
                 clock.lap("fill")
             return candidate
+
+        async def fill_pair(first: SearchResult, second: SearchResult) -> None:
+            async with pool.fork(session) as fork:
+                if fork is None:  # every engine session is taken: one after the other, as they are asked for
+                    return
+                failed: list[Exception] = []
+
+                async def one(result: SearchResult, into: Session) -> None:
+                    try:
+                        await fill(result, tighten=True, into=into)
+                    except Exception as exc:  # raised below, once both are done (not as an exception group)
+                        failed.append(exc)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(one, first, session)
+                    group.start_soon(one, second, fork)
+            trace["filled_together"] = [first.name, second.name]
+            if failed:
+                raise failed[0]
 
         if results[0].automatic:
             first = await fill(results[0], tighten=True)
@@ -389,6 +412,8 @@ class Runner:
         ranked = sorted(range(len(reranked.fused)), key=lambda i: (-reranked.fused[i], i))
         explains = {reranked.candidates[i]: reranked.likelihood[i] > reranked.without for i in ranked}
         order = [results[i] for i in ranked]
+        if len(order) > 1 and not reranked.decisive():  # the second is filled whatever the first gives
+            await fill_pair(order[0], order[1])
         top = await fill(order[0], tighten=True)
         checked = [top]
         choice: Choice | None = None

@@ -79,6 +79,19 @@ async def test_a_session_keeps_its_turns_as_text_and_starts_over_past_its_depth(
     assert "first request" not in seen[-1]["prompt"] and await engine.depth(session) <= 20
 
 
+async def test_a_forked_session_starts_with_its_sessions_turns_and_goes_its_own_way():
+    from nexus_gateway.engine import Turn
+
+    async with RemoteEngine(_settings(), transport=_server({"choices": [{"text": "{}"}]}, [])) as engine:
+        session = await engine.open_session()
+        await engine.append_turn(session, Turn("first request", "{}"), max_depth=1000)
+        fork = await engine.fork_session(session)
+        assert fork != session and await engine.depth(fork) == await engine.depth(session) > 0
+        await engine.append_turn(fork, Turn("only in the fork", "{}"), max_depth=1000)
+        await engine.close_session(fork)
+        assert "only in the fork" not in "".join(engine._turns(session))
+
+
 async def test_forced_scoring_sums_the_log_probabilities_of_the_request_after_each_tool_and_none():
     seen: list[dict[str, Any]] = []
 

@@ -122,3 +122,25 @@ def test_teacher_forced_rows_match_a_token_by_token_decode_across_batches(fresh:
         if first - second > 0.1:  # batch size changes the last bits: a near-tie may go either way
             assert int(np.argmax(rows[i])) == int(np.argmax(one)), f"row {i}"
         assert np.corrcoef(rows[i], one)[0, 1] > 0.999
+
+
+def test_a_fork_holds_what_its_session_holds_and_closing_it_leaves_the_session_as_it_was(fresh: Runtime):
+    fresh.reset()
+    session = fresh.open_session()
+    fresh.append_text(session, TEXT_X, logits=False)
+    held = fresh.ctx.seq_range(session.seq)
+    fork = fresh.fork_session(session)
+    assert fork.seq != session.seq and fork.n_past == session.n_past
+    fresh.place_tool(session, WEATHER)
+    fresh.place_tool(fork, WEATHER)
+    in_session, in_fork = request_logits(fresh, session), request_logits(fresh, fork)
+    assert np.allclose(in_session, in_fork, atol=1e-3) and in_session.argmax() == in_fork.argmax()  # one history
+    fresh.rewind(session, held[1] + 1)
+    fresh.close_session(fork)
+    assert fresh.ctx.seq_range(session.seq) == held and fresh.ctx.seq_range(fork.seq) == (-1, -1)
+    alone = fresh.open_session()
+    fresh.append_text(alone, TEXT_X, logits=False)
+    fresh.place_tool(session, WEATHER)
+    fresh.place_tool(alone, WEATHER)
+    in_session, alone_logits = request_logits(fresh, session), request_logits(fresh, alone)
+    assert np.allclose(in_session, alone_logits, atol=1e-3)  # the fork took nothing from the session

@@ -56,3 +56,23 @@ async def test_a_deferred_turn_is_in_the_session_before_the_next_lease_or_after_
             await pool.settle("a")
             async with pool.lease("a") as settled:
                 assert 0 < first < await pool.depth(settled)
+
+
+async def test_a_fork_counts_against_the_pool_and_holds_its_sessions_history(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 2, max_depth=400)
+            async with pool.lease("a") as a:
+                pool.defer("a", Turn("hi", "{}"))
+            await pool.settle("a")
+            async with pool.lease("a") as a:
+                async with pool.fork(a) as fork:
+                    assert fork is not None and fork != a
+                    assert await pool.depth(fork) == await pool.depth(a) > 0
+                    async with pool.fork(a) as none:  # the second slot is the fork's: no third sequence
+                        assert none is None
+                async with pool.lease("b") as b:  # the fork gave its slot back
+                    assert await pool.depth(b) == 0
+                async with pool.fork(a) as full:  # "a" and "b" hold both slots, and a fork evicts no one
+                    assert full is None
+            assert pool.evictions == 0 and len(pool) == 2

@@ -99,6 +99,9 @@ class Engine:
     async def close_session(self, session: Session) -> None:
         return None
 
+    async def fork_session(self, session: Session) -> Session:
+        return Session(session.id + 1)
+
     async def depth(self, session: Session) -> int:
         return 0
 
@@ -140,10 +143,11 @@ class Core:
         self._group.start_soon(task)
 
 
-async def run(core: Core, generator: Generator, engine: Engine, request: str) -> dict[str, Any]:
+async def run(core: Core, generator: Generator, engine: Engine, request: str, *, sessions: int = 1) -> dict[str, Any]:
+    """`run` with a pool of `sessions` engine sessions (1: no room for a fork, every fill in turn)."""
     runner = Runner(core)  # type: ignore[arg-type]
     runner._generator = generator  # type: ignore[assignment]
-    runner._pool = SessionPool(engine, 1)  # type: ignore[arg-type]
+    runner._pool = SessionPool(engine, sessions)  # type: ignore[arg-type]
     runner._reranker = Reranker(engine, k=3)  # type: ignore[arg-type]
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
@@ -225,6 +229,42 @@ async def test_a_tool_that_takes_nothing_from_the_request_is_called_only_when_th
     agreed = Engine({"hello__debug": -10.0, "time__get_current_time": -20.0})
     structured = await run(core, Generator(fills, {}), agreed, "show me the debug info")
     assert structured["status"] == "called" and core.called == [("hello__debug", {})], structured
+
+
+class Together(Generator):
+    """A fill waits until the other has begun: it finishes only when both are filled at once."""
+
+    def __init__(self, plain: Mapping[str, dict[str, Any]]) -> None:
+        super().__init__(plain, {})
+        self.sessions: dict[str, int] = {}
+        self.both = anyio.Event()
+
+    async def generate(
+        self, session: Session, record: ToolRecord, query: str, *, narrowed: Mapping[str, Sequence[Any]] | None = None
+    ) -> Generated:
+        self.sessions[record.name] = session.id
+        if len(self.sessions) == 2:
+            self.both.set()
+        await self.both.wait()
+        return await super().generate(session, record, query, narrowed=narrowed)
+
+
+async def test_when_the_ranking_is_not_decisive_the_best_two_are_filled_at_once_in_a_fork_and_decided_alike():
+    fills = {"hello__debug": {}, "time__get_current_time": {"timezone": "Europe/London"}}
+    split = Engine({"hello__debug": -12.0, "time__get_current_time": -10.0})  # retrieval and the model disagree
+    alone = await run(
+        Core([("hello__debug", 0.5), ("time__get_current_time", 0.49)]),
+        Generator(fills, {}),
+        split,
+        "show me the debug info",
+    )
+    together = Together(fills)
+    core = Core([("hello__debug", 0.5), ("time__get_current_time", 0.49)])
+    structured = await run(core, together, split, "show me the debug info", sessions=2)
+    assert structured["trace"]["filled_together"] == ["hello__debug", "time__get_current_time"], structured
+    assert len(set(together.sessions.values())) == 2  # the second in a fork of the client's session
+    assert {k: structured[k] for k in ("status", "call", "doubt")} == {k: alone[k] for k in ("status", "call", "doubt")}
+    assert structured["trace"]["checked"] == alone["trace"]["checked"] and core.called == []
 
 
 async def test_a_sure_decisive_tool_that_matches_the_request_only_weakly_is_proposed_unless_the_floor_is_off():
