@@ -12,8 +12,9 @@ its block is not compiled yet (it is compiled afterwards, off the request's path
 the session is deeper than the splice policy trusts a splice at. Without a `cold` form the block is
 compiled first.
 
-Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), so the text parses
-and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
+Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), without the optional
+parameters the request can give no value of (stated.py's `unstatable`: they would be left out after
+decoding anyway), so the text parses and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
 fails is mended without guessing (repair.py: a value in its type's other spelling, a required default,
 an invalid optional value left out), and re-decoded once with the validation error before that; what
 still fails keeps its problems and is never called. Required identifiers the request does not give
@@ -44,6 +45,7 @@ from nexus_gateway.generation.stated import (
     one_place,
     stated_choices,
     topic_only,
+    unstatable,
     unstated_choices,
 )
 
@@ -152,13 +154,16 @@ class ArgumentGenerator:
         self.pending: dict[str, ToolRecord] = {}
         """Tools shown in the `cold` form whose blocks are still to compile (`compile_pending`)."""
 
-    def plan(self, record: ToolRecord) -> GrammarPlan:
+    def plan(self, record: ToolRecord, without: Sequence[str] = ()) -> GrammarPlan:
+        """The grammar plan of `record`'s schema, `without` some optional parameters (cached either way)."""
         key = record.content_hash or record.name
+        if without:
+            key = f"{key}\0{','.join(sorted(without))}"
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= _PLAN_CACHE_LIMIT:
                 self._plans.clear()
-            plan = self._plans[key] = grammar_for(record.input_schema)
+            plan = self._plans[key] = grammar_for(_without(record.input_schema, without))
         return plan
 
     def _decoding(self, plan: GrammarPlan, form: ToolForm, query: str) -> Decoding:
@@ -234,11 +239,16 @@ class ArgumentGenerator:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
-        plan = grammar_for(narrowed_schema(record.input_schema, narrowed)) if narrowed else self.plan(record)
+        unfillable = unstatable(query, record.input_schema)
+        if narrowed:
+            plan = grammar_for(_without(narrowed_schema(record.input_schema, narrowed), unfillable))
+        else:
+            plan = self.plan(record, unfillable)
         decoded = _NOTHING_TO_DECODE
         how = self._decoding(plan, chosen, query)
         if not plan.empty:
-            plan, how, decoded = await self._decode(session, record, query, plan, how, keep=not narrowed)
+            keep = not narrowed and not unfillable  # a looser grammar found for the whole schema is the tool's
+            plan, how, decoded = await self._decode(session, record, query, plan, how, keep=keep)
         schema, key = record.input_schema, record.content_hash or None
         arguments, dropped = _grounded(query, schema, parse_object(decoded.text))
         problems = self._problems(schema, arguments, key, how.max_tokens)
@@ -299,6 +309,14 @@ class ArgumentGenerator:
         if arguments is None:
             return (f"the arguments did not close within {budget} + {CLOSING_TOKENS} tokens",)
         return tuple(schema_problems(schema, arguments, key=key))
+
+
+def _without(schema: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """`schema` without the (optional) parameters `names`, for decoding only."""
+    properties = schema.get("properties")
+    if not names or not isinstance(properties, Mapping):
+        return schema
+    return {**schema, "properties": {name: spec for name, spec in properties.items() if name not in names}}
 
 
 def _grounded(

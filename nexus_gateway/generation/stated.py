@@ -1,6 +1,8 @@
 """Values checked against what the request states, after decoding: choices it never made, query values
 that carry more than their topic, and paths it gives in pieces.
 
+    unstatable        before decoding: the optional parameters the request can state no value of (below), left
+                      out of the grammar
     unstated_choices  optional booleans and enum values the request never mentions (a small model switches
                       `include_images` on, or picks `sort: "date"`, unasked): left out, so the tool's
                       default applies. A choice is stated when a word of it (the value's words for an enum,
@@ -96,6 +98,54 @@ def unstated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping
         ):
             unstated.append(name)  # a list of choices none of which the request names (`repeat: [Mon, ..., Sun]`)
     return unstated
+
+
+_DIGIT = re.compile(r"\d")
+_SHAPED_FORMATS = {"email": "email", "idn-email": "email", "uri": "url", "url": "url", "iri": "url"}
+
+
+def unstatable(request: str, schema: Mapping[str, Any]) -> list[str]:
+    """The optional parameters the request can give no value of, whatever is decoded: a number when it holds
+    no digit, a boolean none of whose name's words it states, an enum (or list of enum choices) none of whose
+    values it states, a string whose format asks for an e-mail address or a URL when it holds none. Checked
+    after decoding, any value of theirs is left out (`unstated_choices`, grounding's `invented_optional`), so
+    they are left out of the grammar before it: the tokens a small model spends writing them (`git_log`'s
+    `start_timestamp` and `end_timestamp` for "show the last 2 commits": 66 tokens where 13 say it all) are
+    not spent, and a tool with nothing left to fill is not decoded at all."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    request_words = _words(request)
+    digits = _DIGIT.search(request) is not None
+    unfillable = []
+    for name, spec in properties.items():
+        if name in required or not isinstance(spec, Mapping) or "const" in spec:
+            continue
+        kind = spec.get("type")
+        choices = spec.get("enum")
+        if kind == "array":
+            choices = _mapping(spec, "items").get("enum")
+        if isinstance(choices, list):
+            stated = any(_choice_stated(choice, request, request_words) for choice in choices)
+            if not stated and not (_ANY_CUE.search(request) and any(str(c).lower() in _WILDCARDS for c in choices)):
+                unfillable.append(name)
+        elif kind in ("integer", "number"):
+            if not digits:
+                unfillable.append(name)
+        elif kind == "boolean":
+            words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
+            if not _stated(words, request_words):
+                unfillable.append(name)
+        elif kind == "string" and (shape := _SHAPED_FORMATS.get(str(spec.get("format") or ""))):
+            if not _SHAPE_IN_REQUEST[shape].search(request):
+                unfillable.append(name)
+    return unfillable
+
+
+_SHAPE_IN_REQUEST = {
+    "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+"),
+    "url": re.compile(r"[a-z][\w+.-]*://\S|(?:[\w-]+\.)+[a-z]{2,}\b", re.IGNORECASE),
+}
+"""Anything in a request that could be an e-mail address or a URL (a host name included), loosely."""
 
 
 def _choice_stated(value: Any, request: str, request_words: list[str]) -> bool:

@@ -167,10 +167,11 @@ def awkward_cases(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_any_answer_with_each_value_in_some_spelling_of_its_type_comes_out_valid(case: tuple[dict, dict]):
     schema, answer = case
     engine = ScriptedEngine(decoded(json.dumps(answer)))
+    request = f"a request with {' '.join(answer)} and 1"  # states every parameter: none is left out of the grammar
 
     async def generate() -> Generated:
         with anyio.fail_after(10):
-            return await ArgumentGenerator(engine).generate(Session(0), record("t", schema), "a request")
+            return await ArgumentGenerator(engine).generate(Session(0), record("t", schema), request)
 
     generated = anyio.run(generate)
     assert generated.schema_valid, (answer, generated.arguments, generated.problems)

@@ -6,6 +6,7 @@ from nexus_gateway.generation.stated import (
     one_place,
     stated_choices,
     topic_only,
+    unstatable,
     unstated_choices,
 )
 
@@ -193,3 +194,29 @@ def test_without_from_x_to_y_or_with_other_values_the_arguments_are_kept():
     kept = {"start": "Lyon", "end": "Turin"}
     assert directed("Turin and Lyon: how far apart?", route, kept) == kept
     assert directed("from Lyon to Geneva", route, kept) == kept  # Geneva is no value here: not ours to move
+
+
+def test_the_optional_parameters_a_request_can_give_no_value_of_are_known_before_decoding():
+    schema = {
+        "type": "object",
+        "properties": {
+            "repo_path": {"type": "string"},
+            "max_count": {"type": "integer"},
+            "include_merges": {"type": "boolean"},
+            "order": {"enum": ["newest", "oldest"]},
+            "authors": {"type": "array", "items": {"enum": ["alice", "bob"]}},
+            "notify": {"type": "string", "format": "email"},
+            "start_timestamp": {"type": "string"},
+            "kind": {"enum": ["dontcare", "cafe", "bar"]},
+        },
+        "required": ["repo_path", "order"],
+    }
+    assert unstatable("show the commits of /srv/app", schema) == [
+        "max_count",
+        "include_merges",
+        "authors",
+        "notify",
+        "kind",
+    ]  # a required enum, and a free string (it might be any words of the request), are always decoded
+    stated = "show the last 2 commits of /srv/app by bob with merges, mail sam@example.com, any kind"
+    assert unstatable(stated, schema) == []
