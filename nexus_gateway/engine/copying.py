@@ -74,6 +74,7 @@ class CopyBias:
         self.request = json.dumps(request, ensure_ascii=False)[1:-1]
         self.bias = bias
         self._pieces = _pieces.setdefault(model, {})
+        self._folded: str | None = None
 
     def _piece(self, token: int) -> str:
         piece = self._pieces.get(token)
@@ -91,6 +92,16 @@ class CopyBias:
             )
         grown = value + piece
         return bool(grown.strip()) and not grown[0].isspace() and grown in self.request
+
+    def strays(self, text: str, keys: tuple[str, ...]) -> str | None:
+        """The key of `keys` whose open string value `text` ends inside, when that value is no longer a span of
+        the request (case aside); else None."""
+        field = open_field(text) if keys else None
+        if field is None or field[0] not in keys or not field[1].strip():
+            return None
+        if self._folded is None:
+            self._folded = self.request.casefold()
+        return field[0] if field[1].casefold() not in self._folded else None
 
     def apply(self, text: str, logits: np.ndarray) -> np.ndarray:
         """`logits` for the token after `text`, with the copying tokens raised (a copy when any is)."""

@@ -12,6 +12,12 @@ tokens the grammar allows, those made of closing characters (`"`, `]`, `}`, and 
 the open string, array and object are closed and the required keys still missing are written with the
 shortest values the grammar admits. The result is valid JSON that the grammar accepts, never a cut-off
 text; only a grammar that cannot close within `CLOSING_TOKENS` more tokens gives an incomplete result.
+
+Closing mode also starts when the value of an optional free-text parameter (`Decoding.copied_only`) stops
+being a span of the request: such a value is left out after decoding (grounding's `invented_optional`),
+as are, nearly always, the optional values a small model goes on to write after it (`"milestone": 1,
+"labels": [...]`), so writing them is time spent for nothing. The required parameters come first in every
+grammar, so they are written by then.
 """
 
 from __future__ import annotations
@@ -94,12 +100,12 @@ def decode_steps(
         request, opened = request_text(rt, query, how.opens_key)
         logits = rt.append_text(state, request)
         tokens: list[int] = []
-        text, ttft = opened, 0.0
+        text, ttft, stopped, limit = opened, 0.0, None, how.max_tokens
         with GrammarSampler(rt.model, how.grammar) as sampler:
             for token in rt.model.tokenize(opened):
                 sampler.accept(token)
-            while len(tokens) < how.max_tokens + CLOSING_TOKENS and logits is not None:
-                if len(tokens) >= how.max_tokens:  # closing mode: closing characters first
+            while len(tokens) < limit + CLOSING_TOKENS and logits is not None:
+                if len(tokens) >= limit:  # closing mode: closing characters first
                     logits = logits.copy()
                     logits[closers] += _CLOSING_BOOST
                 else:
@@ -115,9 +121,13 @@ def decode_steps(
                 text = opened + rt.model.detokenize(tokens)
                 if _is_object(text):
                     break
+                if stopped is None and (stopped := copying.strays(text, how.copied_only)) is not None:
+                    limit = len(tokens)  # an optional free text the request does not hold: close it all here
                 logits = yield state, token
         elapsed = time.perf_counter() - started
-        closed_early = len(tokens) > how.max_tokens
-        return Decoded(text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early)
+        closed_early = stopped is None and len(tokens) > how.max_tokens
+        return Decoded(
+            text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early, stopped_at=stopped
+        )
     finally:
         rt.rewind(state, mark)

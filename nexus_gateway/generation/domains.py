@@ -18,7 +18,7 @@ import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
-from nexus_gateway.generation.codes import code_kind, state_forms, words_for
+from nexus_gateway.generation.codes import code_kind, state_forms, wants_state_code, words_for
 
 _TIME_ZONE = re.compile(r"\b(iana|time ?zones?|tz)\b", re.IGNORECASE)
 _NOT_A_NAME = re.compile(r"\b(offset|abbreviation|utc[+-])", re.IGNORECASE)
@@ -69,6 +69,12 @@ def _is_time_zone(name: str, spec: Mapping[str, Any]) -> bool:
         return False
     words = " ".join(str(spec.get(key) or "") for key in ("title", "description")) + " " + name.replace("_", " ")
     return bool(_TIME_ZONE.search(words)) and not _NOT_A_NAME.search(words)
+
+
+def has_domain(name: str, spec: Mapping[str, Any]) -> bool:
+    """Whether a request may name the parameter's values in other words than the value's (a zone by its place,
+    a code by what it stands for, `City, ST` with the state's name): `spoken_forms` knows them."""
+    return code_kind(name, spec) is not None or _is_time_zone(name, spec) or wants_state_code(spec)
 
 
 def spoken_forms(name: str, spec: Mapping[str, Any], value: str) -> tuple[str, ...] | None:

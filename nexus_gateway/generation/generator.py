@@ -14,11 +14,12 @@ compiled first.
 
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), without the optional
 parameters the request can give no value of (stated.py's `unstatable`: they would be left out after
-decoding anyway), so the text parses and, for the schemas the grammar expresses, validates; it is checked with jsonschema all the same. What
-fails is mended without guessing (repair.py: a value in its type's other spelling, a required default,
-an invalid optional value left out), and re-decoded once with the validation error before that; what
-still fails keeps its problems and is never called. Required identifiers the request does not give
-(facts.py) are reported `missing`, for the host to supply.
+decoding anyway), and the object is closed as soon as an optional free-text value stops copying the
+request (`Decoding.copied_only`). The text parses and, for the schemas the grammar expresses, validates;
+it is checked with jsonschema all the same. What fails is mended without guessing (repair.py: a value in
+its type's other spelling, a required default, an invalid optional value left out), and re-decoded once
+with the validation error before that; what still fails keeps its problems and is never called. Required
+identifiers the request does not give (facts.py) are reported `missing`, for the host to supply.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, 
 from nexus_gateway.generation.stated import (
     composed_paths,
     directed,
+    free_text_optionals,
     one_place,
     stated_choices,
     topic_only,
@@ -166,10 +168,15 @@ class ArgumentGenerator:
             plan = self._plans[key] = grammar_for(_without(record.input_schema, without))
         return plan
 
-    def _decoding(self, plan: GrammarPlan, form: ToolForm, query: str) -> Decoding:
+    def _decoding(self, plan: GrammarPlan, form: ToolForm, query: str, free: Sequence[str] = ()) -> Decoding:
         budget = token_budget(query, self.max_tokens)
         return Decoding(
-            grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=budget, copy_bias=self.copy_bias
+            grammar=plan.gbnf,
+            opens_key=plan.opens_key,
+            form=form,
+            max_tokens=budget,
+            copy_bias=self.copy_bias,
+            copied_only=tuple(free),
         )
 
     async def _decode(
@@ -178,7 +185,7 @@ class ArgumentGenerator:
         """Decode under `plan`'s grammar, or, when llama.cpp will not parse it, under the next looser one
         (`grammar.looser`), remembered for the tool when `keep`. The grammar that was used comes back too."""
         for attempt in (plan, *looser(record.input_schema, plan)):
-            how = how if attempt is plan else self._decoding(attempt, how.form, query)
+            how = how if attempt is plan else self._decoding(attempt, how.form, query, how.copied_only)
             try:
                 decoded = await self.engine.decode_arguments(session, record, query, how)
             except GrammarRejected:
@@ -245,7 +252,7 @@ class ArgumentGenerator:
         else:
             plan = self.plan(record, unfillable)
         decoded = _NOTHING_TO_DECODE
-        how = self._decoding(plan, chosen, query)
+        how = self._decoding(plan, chosen, query, free_text_optionals(record.input_schema))
         if not plan.empty:
             keep = not narrowed and not unfillable  # a looser grammar found for the whole schema is the tool's
             plan, how, decoded = await self._decode(session, record, query, plan, how, keep=keep)

@@ -37,6 +37,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nexus_gateway.generation.domains import has_domain
+
 _STEM = 4
 _LONGER = 3
 _GENERIC = frozenset(
@@ -135,10 +137,29 @@ def unstatable(request: str, schema: Mapping[str, Any]) -> list[str]:
             words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
             if not _stated(words, request_words):
                 unfillable.append(name)
-        elif kind == "string" and (shape := _SHAPED_FORMATS.get(str(spec.get("format") or ""))):
-            if not _SHAPE_IN_REQUEST[shape].search(request):
-                unfillable.append(name)
+        elif (shape := _SHAPED_FORMATS.get(str(spec.get("format") or ""))) and kind == "string":
+            unfillable += [] if _SHAPE_IN_REQUEST[shape].search(request) else [name]
     return unfillable
+
+
+_FIXED = ("enum", "const", "format", "pattern")
+
+
+def free_text_optionals(schema: Mapping[str, Any]) -> list[str]:
+    """The optional parameters whose values are free text (a string, or a list of strings, of no format, enum
+    or pattern, and no domain a request names in other words): a value of theirs the request does not hold is
+    left out after decoding (grounding's `invented_optional`), so decoding stops writing one as soon as it
+    stops copying the request (`Decoding.copied_only`)."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    free = []
+    for name, spec in properties.items():
+        if name in required or not isinstance(spec, Mapping):
+            continue
+        item = _mapping(spec, "items") if spec.get("type") == "array" else spec
+        if item.get("type") == "string" and not any(key in item for key in _FIXED) and not has_domain(name, item):
+            free.append(name)
+    return free
 
 
 _SHAPE_IN_REQUEST = {

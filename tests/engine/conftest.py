@@ -82,10 +82,19 @@ def use_store(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, root: Path) -> 
 
 
 def decode_alone(
-    rt: Runtime, state: SessionState, record: ToolRecord, query: str, plan: GrammarPlan, form: ToolForm, max_tokens: int
+    rt: Runtime,
+    state: SessionState,
+    record: ToolRecord,
+    query: str,
+    plan: GrammarPlan,
+    form: ToolForm,
+    max_tokens: int,
+    copied_only: tuple[str, ...] = (),
 ) -> Decoded:
     """`decode_steps` driven alone, on this thread: each step decoded as it comes."""
-    how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens)
+    how = Decoding(
+        grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens, copied_only=copied_only
+    )
     steps = decode_steps(rt, state, record, query, how)
     try:
         step = next(steps)

@@ -82,3 +82,13 @@ def test_a_value_cut_before_the_end_of_its_phrase_gets_no_raise_for_closing():
     raised = bias.apply('{"activity_type": "road', np.zeros(len(pieces), dtype=np.float32))
     assert raised[0] == 0.0 and raised[1] == 2.0
     assert bias.apply('{"activity_type": "road cycling', np.zeros(len(pieces), dtype=np.float32))[0] == 2.0
+
+
+def test_a_value_of_the_watched_keys_strays_once_it_is_no_span_of_the_request_case_aside():
+    bias = CopyBias(cast(LlamaModel, Vocabulary([])), 'Open an issue titled "Login fails"', 0.0)
+    keys = ("body",)
+    assert bias.strays('{"title": "Login fails", "body": "login FAI', keys) is None  # a span, case aside
+    assert bias.strays('{"title": "Login fails", "body": "Users cannot', keys) == "body"
+    assert bias.strays('{"title": "Users cannot', keys) is None  # not a watched key
+    assert bias.strays('{"title": "x", "body": "', keys) is None  # nothing written yet
+    assert bias.strays('{"body": "Users cannot log in", "', keys) is None  # closed: no open value

@@ -68,3 +68,39 @@ def test_a_budget_that_runs_out_still_yields_arguments_that_parse_and_validate(g
     arguments = parse_object(decoded.text)
     assert decoded.complete and decoded.closed_early and arguments is not None, decoded.text
     assert schema_problems(NOTE.input_schema, arguments) == [] and {"title", "priority", "tags"} <= set(arguments)
+
+
+ISSUE = ToolRecord(
+    name="create_issue",
+    server="",
+    upstream_name="create_issue",
+    description="Create an issue in a repository.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "repo": {"type": "string"},
+            "title": {"type": "string"},
+            "body": {"type": "string", "description": "The issue's description"},
+            "assignee": {"type": "string"},
+        },
+        "required": ["repo", "title"],
+    },
+)
+
+
+def test_an_optional_free_text_that_stops_copying_the_request_closes_the_object_there(gen_runtime: Runtime):
+    query = "open an issue in acme/api titled Login fails on Safari"
+    plan = grammar_for(ISSUE.input_schema)
+    gen_runtime.reset()
+    free = decode_alone(gen_runtime, gen_runtime.open_session(), ISSUE, query, plan, "signature", 96)
+    gen_runtime.reset()
+    cut = decode_alone(
+        gen_runtime, gen_runtime.open_session(), ISSUE, query, plan, "signature", 96, ("body", "assignee")
+    )
+    written, arguments = parse_object(free.text), parse_object(cut.text)
+    assert written is not None and arguments is not None, (free.text, cut.text)
+    assert "body" in written and written["body"].casefold() not in query.casefold(), written  # the model invents one
+    assert cut.complete and cut.stopped_at == "body" and not cut.closed_early, cut
+    assert cut.n_tokens < free.n_tokens and "assignee" not in arguments, (free.text, cut.text)
+    assert {k: arguments[k] for k in ("repo", "title")} == {k: written[k] for k in ("repo", "title")}
+    assert schema_problems(ISSUE.input_schema, arguments) == []

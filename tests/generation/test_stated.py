@@ -3,6 +3,7 @@
 from nexus_gateway.generation.stated import (
     composed_paths,
     directed,
+    free_text_optionals,
     one_place,
     stated_choices,
     topic_only,
@@ -220,3 +221,20 @@ def test_the_optional_parameters_a_request_can_give_no_value_of_are_known_before
     ]  # a required enum, and a free string (it might be any words of the request), are always decoded
     stated = "show the last 2 commits of /srv/app by bob with merges, mail sam@example.com, any kind"
     assert unstatable(stated, schema) == []
+
+
+def test_free_text_optionals_are_plain_strings_or_lists_of_them_with_no_format_enum_or_domain():
+    schema = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "body": {"type": "string"},
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "due": {"type": "string", "format": "date"},
+            "state": {"type": "string", "enum": ["open", "closed"]},
+            "timezone": {"type": "string", "description": "IANA timezone name, e.g. Europe/London"},
+            "count": {"type": "integer"},
+        },
+        "required": ["title"],
+    }
+    assert free_text_optionals(schema) == ["body", "labels"]
