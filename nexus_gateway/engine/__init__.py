@@ -69,7 +69,7 @@ class Decoding:
     """Logits added to tokens that keep a string value a span of the request (`copying.py`); 0 is off."""
     copied_only: tuple[str, ...] = ()
     """Optional free-text parameters: once a value of theirs stops being a span of the request (case aside),
-    the object is closed there (it would be left out after decoding, and so would what follows)."""
+    it is closed there (it would be left out after decoding)."""
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,9 @@ class Decoded:
     total_s: float
     closed_early: bool = False
     """The budget ran out and the object was closed in closing mode (values may be cut short)."""
-    stopped_at: str | None = None
-    """The optional free-text parameter (`Decoding.copied_only`) whose value stopped copying the request, where
-    the object was closed."""
+    cut: tuple[str, ...] = ()
+    """The optional free-text parameters (`Decoding.copied_only`) whose values were closed where they stopped
+    copying the request."""
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ the open string, array and object are closed and the required keys still missing
 shortest values the grammar admits. The result is valid JSON that the grammar accepts, never a cut-off
 text; only a grammar that cannot close within `CLOSING_TOKENS` more tokens gives an incomplete result.
 
-Closing mode also starts when the value of an optional free-text parameter (`Decoding.copied_only`) stops
-being a span of the request: such a value is left out after decoding (grounding's `invented_optional`),
-as are, nearly always, the optional values a small model goes on to write after it (`"milestone": 1,
-"labels": [...]`), so writing them is time spent for nothing. The required parameters come first in every
-grammar, so they are written by then.
+A value of an optional free-text parameter (`Decoding.copied_only`) that stops being a span of the request
+is closed at once (its closing quote first): it is left out after decoding (grounding's `invented_optional`),
+so writing the rest of it is time spent for nothing (`"commit_title": "Merge pull request #57 from ..."`);
+decoding goes on after it as before, so a value the request does state that comes later is still written
+(`"merge_method": "squash"`).
 """
 
 from __future__ import annotations
@@ -95,17 +95,21 @@ def decode_steps(
     mark = state.n_past
     try:
         closers = closing_tokens(rt.model)
+        quote = rt.model.tokenize('"')
         copying = CopyBias(rt.model, query, how.copy_bias)
         placement = place(rt, state, record, how.form)
         request, opened = request_text(rt, query, how.opens_key)
         logits = rt.append_text(state, request)
         tokens: list[int] = []
-        text, ttft, stopped, limit = opened, 0.0, None, how.max_tokens
+        text, ttft, cut, cutting = opened, 0.0, [], False
         with GrammarSampler(rt.model, how.grammar) as sampler:
             for token in rt.model.tokenize(opened):
                 sampler.accept(token)
-            while len(tokens) < limit + CLOSING_TOKENS and logits is not None:
-                if len(tokens) >= limit:  # closing mode: closing characters first
+            while len(tokens) < how.max_tokens + CLOSING_TOKENS and logits is not None:
+                if cutting:  # an optional free text that strays from the request: its closing quote first
+                    logits = logits.copy()
+                    logits[quote] += _CLOSING_BOOST
+                elif len(tokens) >= how.max_tokens:  # closing mode: closing characters first
                     logits = logits.copy()
                     logits[closers] += _CLOSING_BOOST
                 else:
@@ -121,13 +125,15 @@ def decode_steps(
                 text = opened + rt.model.detokenize(tokens)
                 if _is_object(text):
                     break
-                if stopped is None and (stopped := copying.strays(text, how.copied_only)) is not None:
-                    limit = len(tokens)  # an optional free text the request does not hold: close it all here
+                stray = copying.strays(text, how.copied_only)
+                if stray is not None and not cutting:
+                    cut.append(stray)
+                cutting = stray is not None
                 logits = yield state, token
         elapsed = time.perf_counter() - started
-        closed_early = stopped is None and len(tokens) > how.max_tokens
+        closed_early = len(tokens) > how.max_tokens
         return Decoded(
-            text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early, stopped_at=stopped
+            text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early, cut=tuple(cut)
         )
     finally:
         rt.rewind(state, mark)

@@ -14,8 +14,8 @@ compiled first.
 
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), without the optional
 parameters the request can give no value of (stated.py's `unstatable`: they would be left out after
-decoding anyway), and the object is closed as soon as an optional free-text value stops copying the
-request (`Decoding.copied_only`). The text parses and, for the schemas the grammar expresses, validates;
+decoding anyway), and an optional free-text value is closed as soon as it stops copying the request
+(`Decoding.copied_only`). The text parses and, for the schemas the grammar expresses, validates;
 it is checked with jsonschema all the same. What fails is mended without guessing (repair.py: a value in
 its type's other spelling, a required default, an invalid optional value left out), and re-decoded once
 with the validation error before that; what still fails keeps its problems and is never called. Required
