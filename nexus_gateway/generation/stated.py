@@ -20,7 +20,8 @@ that carry more than their topic, and paths it gives in pieces.
     one_place         one value of the request put into two arguments (`namespace` and `name` both
                       "payments"; `attendees: ["Dentist"]` beside `title: "Dentist"`): it stays where the request
                       puts it (the argument whose name's words come just before it: "in namespace payments"),
-                      else in the required one; a list loses the item another argument holds
+                      else in the required one; a list loses the item another argument holds, and the items
+                      it repeats
     directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
                       destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
                       out of each other's lists where the model put both in both
@@ -364,7 +365,9 @@ def one_place(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
     """`arguments` with a free string the model put into two arguments kept in one (see the module's docstring):
     an optional argument that repeats another's value is left out when the request's words place the value
     in the other, or the other is required and the request's words place it in neither; a list item that
-    repeats another argument's string is left out of the list (the list too, when optional and then empty)."""
+    repeats another argument's string, or an earlier item of its own list (a small model that does not stop:
+    `["chicken", "rice", "chicken", "rice", "rice", ...]`), is left out of the list (the list too, when
+    optional and then empty)."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     free = {
@@ -377,7 +380,12 @@ def one_place(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
         if not isinstance(value, list) or not _free(_mapping(properties.get(name) or {}, "items")):
             continue
         others = {held for other, held in free.items() if other != name}
-        kept = [item for item in value if not (isinstance(item, str) and item.strip().casefold() in others)]
+        kept, seen = [], set()
+        for item in value:
+            key = item.strip().casefold() if isinstance(item, str) else None
+            if key is None or (key not in others and key not in seen):
+                kept.append(item)
+            seen.add(key)
         if len(kept) < len(value) and (kept or name not in required):
             fixed[name] = kept
             if not kept:

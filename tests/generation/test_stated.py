@@ -153,6 +153,8 @@ def test_one_value_put_into_two_arguments_stays_where_the_request_puts_it():
     }
     fixed = one_place("vegan recipes using tofu", recipes, {"ingredients": ["tofu", "vegan"], "diet": "vegan"})
     assert fixed == {"ingredients": ["tofu"], "diet": "vegan"}
+    looped = {"ingredients": ["chicken", "rice", "Chicken", "rice", "rice", "rice"]}  # a model that does not stop
+    assert one_place("recipes with chicken and rice", recipes, looped) == {"ingredients": ["chicken", "rice"]}
 
 
 def test_values_the_request_gives_twice_or_that_are_not_free_text_are_kept():
