@@ -8,10 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from nexus_gateway.engine import Decoding
 from nexus_gateway.engine.worker import EngineWorker
 from nexus_gateway.generation.generator import ArgumentGenerator
-from nexus_gateway.generation.grammar import grammar_for
 from tests.engine.conftest import EMAIL, WEATHER, settings
 
 pytestmark = pytest.mark.anyio
@@ -81,15 +79,12 @@ async def test_batched_generation_matches_generation_alone(tmp_path, monkeypatch
 
     requests = ((WEATHER, "What is the weather in Paris?"), (EMAIL, "Email bob@example.com about lunch"))
     async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+        generator = ArgumentGenerator(engine, mode="signature", max_tokens=64)
         alone = []
         for record, query in requests:
             session = await engine.open_session()
-            plan = grammar_for(record.input_schema)
-            how = Decoding(grammar=plan.gbnf, opens_key=plan.opens_key, form="signature", max_tokens=64)
-            decoded = await engine.decode_arguments(session, record, query, how)
-            alone.append(decoded.text)
+            alone.append((await generator.generate(session, record, query)).text)
             await engine.close_session(session)
-        generator = ArgumentGenerator(engine, mode="signature", max_tokens=64)
         sessions = [await engine.open_session() for _ in requests]
         together: list[str] = ["", ""]
 
