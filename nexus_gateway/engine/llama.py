@@ -298,25 +298,29 @@ class LlamaContext:
                 out.append(np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy())
         return out
 
-    def decode_all(self, seq: int, tokens: list[int], pos: int) -> np.ndarray:
-        """Decode `tokens` into `seq` from `pos` and return the next-token logits after every one of them
-        (rows in order, float32): what teacher-forced scoring needs. Batches hold at most `n_outputs`
-        tokens, the rows with logits a context reserves."""
+    def decode_all(self, seq: int, tokens: list[int], pos: int, *, skip: int = 0) -> np.ndarray:
+        """Decode `tokens` into `seq` from `pos` and return the next-token logits after every one of them but
+        the first `skip` (decoded for their context only, in the same batches), rows in order, float32: what
+        teacher-forced scoring needs. Batches hold at most `n_outputs` tokens, the rows with logits a context
+        reserves."""
         handle = self._check()
-        if not tokens:
+        if len(tokens) <= skip:
             raise ValueError("nothing to decode")
         batch, n_vocab = self._batch, self.model.info.n_vocab
         size = self.settings.n_outputs
-        rows = np.empty((len(tokens), n_vocab), dtype=np.float32)
+        rows = np.empty((len(tokens) - skip, n_vocab), dtype=np.float32)
         for start in range(0, len(tokens), size):
             chunk = tokens[start : start + size]
             batch.n_tokens = len(chunk)
             for i, token in enumerate(chunk):
-                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos + start + i, 1, 1
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos + start + i, 1
+                batch.logits[i] = int(start + i >= skip)
                 batch.seq_id[i][0] = seq
             self._run(handle, batch)
-            out = lc.llama_get_logits(handle)
-            rows[start : start + len(chunk)] = np.ctypeslib.as_array(out, shape=(len(chunk), n_vocab))
+            first, last = max(start, skip), start + len(chunk)
+            if last > first:
+                out = lc.llama_get_logits(handle)
+                rows[first - skip : last - skip] = np.ctypeslib.as_array(out, shape=(last - first, n_vocab))
         return rows
 
     def _run(self, handle: Any, batch: Any) -> None:

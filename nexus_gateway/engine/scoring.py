@@ -98,9 +98,8 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
             start = rt.ctx.seq_range(seq)[1] + 1
             if start + len(before) + len(target) > rt.ctx.n_ctx:
                 raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
-            if len(before) > 1:
-                rt.ctx.decode(seq, before[:-1], start, logits=False)
-            rows = rt.ctx.decode_all(seq, [before[-1], *target[:-1]], start + len(before) - 1)
+            # the user turn's opening is decoded in the same batch as the request, without its rows
+            rows = rt.ctx.decode_all(seq, [*before, *target[:-1]], start, skip=len(before) - 1)
             tokens += len(before) + len(target) - 1
             return float(_log_probs(rows, target).sum())
         finally:

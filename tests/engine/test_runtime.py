@@ -124,6 +124,18 @@ def test_teacher_forced_rows_match_a_token_by_token_decode_across_batches(fresh:
         assert np.corrcoef(rows[i], one)[0, 1] > 0.999
 
 
+@pytest.mark.parametrize("skip", [3, 40])
+def test_rows_skipped_are_decoded_for_their_context_and_the_rest_match_the_full_rows(fresh: Runtime, skip: int):
+    ctx = fresh.ctx
+    tokens = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X)
+    assert skip < len(tokens) and (skip < ctx.settings.n_outputs or skip > ctx.settings.n_outputs)
+    every = ctx.decode_all(fresh.open_session().seq, tokens, fresh.anchor)
+    rows = ctx.decode_all(fresh.open_session().seq, tokens, fresh.anchor, skip=skip)
+    assert rows.shape == (len(tokens) - skip, fresh.model.info.n_vocab)
+    for i, row in enumerate(rows):
+        assert np.corrcoef(row, every[skip + i])[0, 1] > 0.999, f"row {skip + i}"
+
+
 def test_a_fork_holds_what_its_session_holds_and_closing_it_leaves_the_session_as_it_was(fresh: Runtime):
     fresh.reset()
     session = fresh.open_session()
