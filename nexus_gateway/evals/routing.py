@@ -26,6 +26,7 @@ from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
 from nexus_gateway.routing.mentions import mention_bonus
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -63,6 +64,7 @@ class ToolPool:
         example; BM25 reads them)."""
         self.names = [tool["name"] for tool in tools]
         self.servers = np.array([tool.get("server", "") for tool in tools], dtype=object)
+        self.name_terms = [name_terms(tool["name"], tool.get("server", "")) for tool in tools]
         self.position = {name: i for i, name in enumerate(self.names)}
         requests = examples_of([content_hash(tool) for tool in tools], examples)
         plain = [
@@ -166,10 +168,11 @@ def score_cases(
     for i, case in enumerate(cases):
         candidates, right = candidate_set(pool, case, i, size, seed)
         dense = pool.dense(candidates, queries[i])
-        lexical = pool.bm25(tokenize(routing_text(case.query)), candidates)
-        fused = fuse(dense, lexical, method)
-        if method == "linear":
-            fused = fused + mention_bonus(case.query, pool.servers[candidates])
+        terms = tokenize(routing_text(case.query))
+        fused = fuse(dense, pool.bm25(terms, candidates), method)
+        if method == "linear":  # as the gateway's index scores (hybrid.py)
+            said = name_coverage(set(terms), [pool.name_terms[c] for c in candidates])
+            fused = fused + mention_bonus(case.query, pool.servers[candidates]) + NAME_WEIGHT * said
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
         order = np.lexsort((right, -fused))[:keep]  # right tools last among ties

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.bm25 import BM25Retriever
+from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.mentions import mention_bonus
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -62,6 +63,8 @@ class HybridRetriever:
         """The searchable tools, in the order of `rows`' owners and of BM25's documents."""
         self.servers = np.zeros(0, dtype=object)
         """Each searchable tool's server, in the order of `names`."""
+        self.name_terms: list[frozenset[str]] = []
+        """Each searchable tool's `names.name_terms`, in the order of `names`."""
         self._examples: dict[str, Sequence[str]] = {}
         self.method = method
         self.index_path = index_path
@@ -166,21 +169,26 @@ class HybridRetriever:
         slb.sync([names[owner] for owner in rows.owners], rows.texts)  # every vector is known: this embeds nothing
         lexical = BM25Retriever()
         lexical.index_fields(names, [with_rows(tool, more) for tool, more in zip(fields, others, strict=True)])
+        terms = [name_terms(name, server) for name, server in zip(names, servers, strict=True)]
         with self._lock:
             self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
-            self.servers = np.array(servers, dtype=object)
+            self.servers, self.name_terms = np.array(servers, dtype=object), terms
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
             slb, lexical, rows, names, servers = self.slb, self.lexical, self.rows, self.names, self.servers
+            terms = self.name_terms
         if not len(slb):
             return []
         request, query = query, routing_text(query)
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
-        named = mention_bonus(request, servers) if self.method == "linear" else np.zeros(len(names))
+        named, said = np.zeros(len(names)), np.zeros(len(names))
+        if self.method == "linear":  # rank fusion (rrf) has no scale to add evidence to
+            named = mention_bonus(request, servers)
+            said = NAME_WEIGHT * name_coverage(set(tokenize(query)), terms)
         if not slb.large:
-            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named
+            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named + said
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
         # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one) and
         # the tools of the servers the request names, each tool scored from all its rows (`tool_scores`).
@@ -190,7 +198,7 @@ class HybridRetriever:
         chosen = rows.rows_of(tools)
         dense = tool_scores(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
-        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools]
+        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools] + said[tools]
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 
