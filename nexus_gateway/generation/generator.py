@@ -102,6 +102,10 @@ class Generated:
     repaired: tuple[str, ...] = field(default=())
     """What was done to make the arguments validate: `coerced`, `retried`, `defaults`, `left out: <names>`."""
     retries: int = 0
+    unstated: tuple[str, ...] = field(default=())
+    """Optional parameters left out of the grammar: the request gives no value of them (`stated.unstatable`)."""
+    cut: tuple[str, ...] = field(default=())
+    """Optional free-text values closed where they stopped copying the request (`Decoded.cut`)."""
 
     @property
     def json_valid(self) -> bool:
@@ -122,6 +126,8 @@ class Generated:
             "grammar": self.grammar,
             "placement": self.placement,
             "closed_early": self.closed_early,
+            "unstated": list(self.unstated),
+            "cut": list(self.cut),
             "ttft_ms": self.ttft_ms,
             "total_ms": self.total_ms,
             "tokens": self.n_tokens,
@@ -307,6 +313,8 @@ class ArgumentGenerator:
             missing=tuple(missing_facts(schema, arguments, invented)) if arguments else (),
             repaired=tuple(repaired),
             retries=retries,
+            unstated=tuple(sorted(unfillable)),
+            cut=decoded.cut,
         )
 
     @staticmethod

@@ -202,6 +202,8 @@ async def test_the_real_model_fills_the_city_from_the_request(gen_runtime: Runti
     decoded = json.loads(generated.text)  # what the model wrote, less the optional values the request never states
     kept = {name: value for name, value in decoded.items() if name not in generated.dropped}
     assert generated.trace()["arguments"] == generated.arguments == kept
+    # no unit is named: the enum is left out of the grammar, and the trace says so
+    assert "unit" not in decoded and generated.unstated == ("unit",) and generated.trace()["unstated"] == ["unit"]
 
 
 REACTOR = tool(
