@@ -154,7 +154,8 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         return False  # "octo/app" as a `user_google_email` is in the request, but not as an e-mail address
     if isinstance(item, (int, float)):
         written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
-        return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
+        # a number glued after a letter is part of a name (the 1 of a cell `A1`, the 2 of `v2`), not a count
+        return any(re.search(rf"(?<![A-Za-z\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
     forms = spoken_forms(name, spec, str(item))
     if forms is not None:
         return any(occurs(form, request) for form in forms)
