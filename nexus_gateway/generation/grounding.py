@@ -149,13 +149,17 @@ def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
     return [value]
 
 
+_CELL_RANGE = re.compile(r"(?<![\w$])\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+(?!\w)")
+"""A spreadsheet range (`A1:F500`, `$B$2:$D$9`): the numbers in it name cells."""
+
+
 def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     if isinstance(item, str) and not _fits_shape(item, name, spec):
         return False  # "octo/app" as a `user_google_email` is in the request, but not as an e-mail address
     if isinstance(item, (int, float)):
         written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
-        # a number glued after a letter is part of a name (the 1 of a cell `A1`, the 2 of `v2`), not a count
-        return any(re.search(rf"(?<![A-Za-z\d.]){re.escape(form)}(?!\.?\d)", request) for form in written)
+        numbers = _CELL_RANGE.sub(" ", request)  # the 1 of `A1:F500` is a cell's, not a count or a row
+        return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", numbers) for form in written)
     forms = spoken_forms(name, spec, str(item))
     if forms is not None:
         return any(occurs(form, request) for form in forms)

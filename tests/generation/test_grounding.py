@@ -170,8 +170,8 @@ def test_a_number_is_from_the_request_with_all_its_digits():
     assert grounding(request, schema, {"x": 12.0}).invented == 0
     assert grounding(request, schema, {"x": 0.686397}).invented == 1  # a prefix of the digits is not the number
     assert grounding("a slope of 34.2 degrees", schema, {"x": 34}).invented == 1
-    cells = "dedupe the rows in A1:F500 of v2 of ENG-88, 2h"
-    assert [grounding(cells, schema, {"x": x}).invented for x in (1, 500, 2, 88)] == [1, 1, 0, 0]  # 2h, not v2
+    cells = "dedupe the rows in A1:F500 of ENG-88 and the p99 over 2h"
+    assert [grounding(cells, schema, {"x": x}).invented for x in (1, 500, 88, 99, 2)] == [1, 1, 0, 0, 0]
 
 
 DISEASE = {
