@@ -183,12 +183,19 @@ class HybridRetriever:
         request, query = query, routing_text(query)
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
-        named, said = np.zeros(len(names)), np.zeros(len(names))
-        if self.method == "linear":  # rank fusion (rrf) has no scale to add evidence to
-            named = mention_bonus(request, servers)
-            said = NAME_WEIGHT * name_coverage(set(tokenize(query)), terms)
+        linear = self.method == "linear"  # rank fusion (rrf) has no scale to add evidence to
+        named = mention_bonus(request, servers) if linear else np.zeros(len(names))
+        request_terms = set(tokenize(query))
+
+        def said(tools: Sequence[int]) -> np.ndarray:
+            """The share of each of these tools' names the request says, weighted (`names.py`)."""
+            if not linear:
+                return np.zeros(len(tools))
+            return NAME_WEIGHT * name_coverage(request_terms, [terms[i] for i in tools])
+
         if not slb.large:
-            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named + said
+            everyone = range(len(names))
+            scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named + said(everyone)
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
         # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one) and
         # the tools of the servers the request names, each tool scored from all its rows (`tool_scores`).
@@ -198,7 +205,7 @@ class HybridRetriever:
         chosen = rows.rows_of(tools)
         dense = tool_scores(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
-        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools] + said[tools]
+        scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools] + said(tools.tolist())
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 
