@@ -439,6 +439,8 @@ def directed(request: str, schema: Mapping[str, Any], arguments: Mapping[str, An
         return dict(arguments)
     source, target = sources[0], targets[0]
     said = {match.group("source").strip().casefold(): "source", match.group("target").strip().casefold(): "target"}
+    if len(said) < 2:  # "from X to X": the same value both ways, nothing to put in its place
+        return dict(arguments)
     values = {source: arguments[source], target: arguments[target]}
     if not all(_strings(value) for value in values.values()):
         return dict(arguments)

@@ -197,6 +197,8 @@ def test_without_from_x_to_y_or_with_other_values_the_arguments_are_kept():
     kept = {"start": "Lyon", "end": "Turin"}
     assert directed("Turin and Lyon: how far apart?", route, kept) == kept
     assert directed("from Lyon to Geneva", route, kept) == kept  # Geneva is no value here: not ours to move
+    same = {"start": "Lyon", "end": "Lyon"}
+    assert directed("trains from Lyon to Lyon", route, same) == same  # one place both ways: nothing to order
 
 
 def test_the_optional_parameters_a_request_can_give_no_value_of_are_known_before_decoding():
