@@ -14,6 +14,7 @@ policy.py    splice / recompute / prefill by depth: P, D and the recompute curve
 splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
+lookahead.py drafts of the next tokens, read off the prompt, checked in the same pass as each token
 scoring.py   query likelihood (re-ranking): log P(request | each tool's line), teacher-forced
 completion.py  a short text under a grammar, outside the sessions (usage examples of tools)
 runtime.py   model + context + sessions, synchronous, on one thread
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 
 
 CLOSING_TOKENS = 96
+"""Tokens past the budget in which the grammar must close the object (decoding.py: closing mode)."""
+DRAFT_TOKENS = 1
+"""The most tokens drafted ahead of a decoding step (lookahead.py); 0 decodes a token a pass. One: on 2 cores
+a pass of two tokens takes about as long as a pass of one, and each more token about a third of a pass
+(docs/benchmarks.md, session 21: fill time -24 % with 1, -20 % with 2, on the argument development sets)."""
 """Tokens past the budget in which the grammar must close the object (decoding.py: closing mode)."""
 
 
@@ -70,6 +76,9 @@ class Decoding:
     copied_only: tuple[str, ...] = ()
     """Optional free-text parameters: once a value of theirs stops being a span of the request (case aside),
     it is closed there (it would be left out after decoding)."""
+    draft_tokens: int = DRAFT_TOKENS
+    """Tokens looked up in the prompt and checked in the same pass as each chosen one (lookahead.py); the
+    output is the same whatever it is, only the passes over the model change."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ class Decoded:
     cut: tuple[str, ...] = ()
     """The optional free-text parameters (`Decoding.copied_only`) whose values were closed where they stopped
     copying the request."""
+    passes: int = 0
+    """Passes over the model that decoding took: fewer than `n_tokens` where drafts were taken (lookahead.py)."""
 
 
 @dataclass(frozen=True)

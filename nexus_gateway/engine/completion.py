@@ -22,7 +22,7 @@ from nexus_gateway.engine.llama import GrammarSampler
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.errors import EngineError
 
-Step = tuple[SessionState, int]
+Step = tuple[SessionState, list[int]]
 
 
 _SPLIT = "\x00"
@@ -62,7 +62,7 @@ def _start(rt: Runtime, state: SessionState, shared: list[int], rest: list[int])
 def complete_steps(
     rt: Runtime, instruction: str, context: str, query: str, grammar: str, max_tokens: int
 ) -> Generator[Step, np.ndarray, Completion]:
-    """The completion, a token at a time (yields each chosen token with its sequence, is sent the next logits)."""
+    """The completion, a token at a time (yields each chosen token with its sequence, is sent the logits after it)."""
     started = time.perf_counter()
     state = rt.open_session()
     try:
@@ -79,7 +79,7 @@ def complete_steps(
                     break
                 sampler.accept(choice)
                 tokens.append(choice)
-                logits = yield state, choice
+                logits = (yield state, [choice])[-1]
         text = rt.model.detokenize(tokens)
         return Completion(text, len(prompt), len(tokens), time.perf_counter() - started, rt.fingerprint)
     finally:

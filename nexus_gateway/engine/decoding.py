@@ -35,6 +35,8 @@ from nexus_gateway.config import ToolForm
 from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding
 from nexus_gateway.engine.copying import CopyBias
 from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
+from nexus_gateway.engine.lookahead import Lookahead, followers
+from nexus_gateway.engine.prompt import signature_text, tool_text
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
 
@@ -80,15 +82,25 @@ def _is_object(text: str) -> bool:
         return False
 
 
-Step = tuple[SessionState, int]
-"""A decoding step asked of whoever drives `decode_steps`: decode this token into this session."""
+Step = tuple[SessionState, list[int]]
+"""A decoding step asked of whoever drives `decode_steps`: decode these tokens into this session (the chosen
+one and the draft after it) and send back the logits after each."""
+
+
+def prompt_tokens(rt: Runtime, record: ToolRecord, form: ToolForm, request: str) -> list[int]:
+    """The tokens of the tool text and the request, as the lookahead reads them (`Lookahead.prompt`)."""
+    text = signature_text(record) if form == "signature" else tool_text(record)
+    return rt.model.tokenize(text) + rt.model.tokenize(request, special=True)
 
 
 def decode_steps(
     rt: Runtime, state: SessionState, record: ToolRecord, query: str, how: Decoding
 ) -> Generator[Step, np.ndarray, Decoded]:
-    """The decoding of one call's arguments, a token at a time: yields each chosen token (with its session)
-    and is sent the next-token logits back. The tool text and the request are prefilled directly. The
+    """The decoding of one call's arguments: yields each chosen token (with its session and a draft of the
+    tokens likely to follow it: lookahead.py) and is sent the next-token logits after each. A drafted
+    token is taken only when it is the token chosen from the logits before it; the first that is not is
+    dropped with the rest of its draft (their cells removed), so the output is what decoding a token at a
+    time gives, up to rounding (lookahead.py). The tool text and the request are prefilled directly. The
     engine worker drives it, decoding the steps of every concurrent session in one batch
     (`Runtime.append_each`)."""
     started = time.perf_counter()
@@ -99,11 +111,16 @@ def decode_steps(
         copying = CopyBias(rt.model, query, how.copy_bias)
         placement = place(rt, state, record, how.form)
         request, opened = request_text(rt, query, how.opens_key)
+        memory = followers(rt.model)
+        prompt = prompt_tokens(rt, record, how.form, request)
+        lookahead = Lookahead(rt.model, query, prompt, limit=how.draft_tokens, memory=memory)
+        opening = rt.model.tokenize(opened)
         logits = rt.append_text(state, request)
         tokens: list[int] = []
-        text, ttft, cut, cutting = opened, 0.0, [], False
+        ahead: list[tuple[int, np.ndarray]] = []  # drafted tokens already decoded, each with the logits after it
+        text, ttft, cut, cutting, passes = opened, 0.0, [], False, 0
         with GrammarSampler(rt.model, how.grammar) as sampler:
-            for token in rt.model.tokenize(opened):
+            for token in opening:
                 sampler.accept(token)
             while len(tokens) < how.max_tokens + CLOSING_TOKENS and logits is not None:
                 if cutting:  # an optional free text that strays from the request: its closing quote first
@@ -129,11 +146,29 @@ def decode_steps(
                 if stray is not None and not cutting:
                     cut.append(stray)
                 cutting = stray is not None
-                logits = yield state, token
+                if ahead and ahead[0][0] == token:  # the draft's next token is the one chosen: already decoded
+                    logits = ahead.pop(0)[1]
+                    continue
+                if ahead:  # the draft went another way: its cells go
+                    rt.rewind(state, state.n_past - len(ahead))
+                    ahead = []
+                draft = lookahead.draft([*opening, *tokens], text)
+                rows = yield state, [token, *draft]
+                passes += 1
+                logits, ahead = rows[0], list(zip(draft, rows[1:], strict=True))
+        memory.learn([*opening, *tokens])
         elapsed = time.perf_counter() - started
         closed_early = len(tokens) > how.max_tokens
         return Decoded(
-            text, _is_object(text), placement, len(tokens), ttft, elapsed, closed_early=closed_early, cut=tuple(cut)
+            text,
+            _is_object(text),
+            placement,
+            len(tokens),
+            ttft,
+            elapsed,
+            closed_early=closed_early,
+            cut=tuple(cut),
+            passes=passes,
         )
     finally:
         rt.rewind(state, mark)

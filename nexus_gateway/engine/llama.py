@@ -114,7 +114,8 @@ class ContextSettings:
 
     @property
     def n_outputs(self) -> int:
-        """Rows of logits a decode may ask for: one per sequence (`decode_each`), or `scoring_rows`."""
+        """Rows of logits a decode may ask for (`decode_each`, `decode_all`): at least one per sequence, and
+        `scoring_rows`; larger batches are split."""
         return min(self.n_batch, max(self.n_seq_max, self.scoring_rows))
 
 
@@ -279,24 +280,32 @@ class LlamaContext:
         row = lc.llama_get_logits_ith(handle, batch.n_tokens - 1)
         return np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy()
 
-    def decode_each(self, steps: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
-        """One token for each of several sequences in one batch: `(seq, token, pos)` each; the next-token
-        logits after each (float32 copies, in order). Concurrent sessions' decoding steps share one pass
-        over the weights this way."""
+    def decode_each(self, steps: Sequence[tuple[int, Sequence[int], int]]) -> list[np.ndarray]:
+        """Tokens for each of several sequences, in one batch: `(seq, tokens, pos)` each, the tokens going to
+        positions `pos`, `pos + 1`, ...; for each step the next-token logits after every one of its tokens
+        (a float32 array of a row per token, in order). Concurrent sessions' decoding steps share one pass
+        over the weights this way, and a step of a few tokens (a draft to check: decoding.py) costs little
+        more than a step of one. Batches hold at most `n_outputs` tokens, the rows with logits a context
+        reserves."""
         handle = self._check()
-        batch, out = self._batch, []
-        size = self.settings.n_outputs  # rows with logits a decode may ask for
-        for start in range(0, len(steps), size):
-            chunk = steps[start : start + size]
+        if not steps or any(not tokens for _, tokens, _ in steps):
+            raise ValueError("every step needs a token")
+        batch, n_vocab = self._batch, self.model.info.n_vocab
+        rows = [np.empty((len(tokens), n_vocab), dtype=np.float32) for _, tokens, _ in steps]
+        flat = [(which, i) for which, (_, tokens, _) in enumerate(steps) for i in range(len(tokens))]
+        size = self.settings.n_outputs
+        for start in range(0, len(flat), size):
+            chunk = flat[start : start + size]
             batch.n_tokens = len(chunk)
-            for i, (seq, token, pos) in enumerate(chunk):
-                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, 1
-                batch.seq_id[i][0] = seq
+            for slot, (which, i) in enumerate(chunk):
+                seq, tokens, pos = steps[which]
+                batch.token[slot], batch.pos[slot], batch.n_seq_id[slot], batch.logits[slot] = tokens[i], pos + i, 1, 1
+                batch.seq_id[slot][0] = seq
             self._run(handle, batch)
-            for i in range(len(chunk)):
-                row = lc.llama_get_logits_ith(handle, i)
-                out.append(np.ctypeslib.as_array(row, shape=(self.model.info.n_vocab,)).copy())
-        return out
+            out = np.ctypeslib.as_array(lc.llama_get_logits(handle), shape=(len(chunk), n_vocab))
+            for slot, (which, i) in enumerate(chunk):
+                rows[which][i] = out[slot]
+        return rows
 
     def decode_all(self, seq: int, tokens: list[int], pos: int, *, skip: int = 0) -> np.ndarray:
         """Decode `tokens` into `seq` from `pos` and return the next-token logits after every one of them but

@@ -150,14 +150,15 @@ class Runtime:
         state.logits = out
         return out
 
-    def append_each(self, steps: Sequence[tuple[SessionState, int]]) -> list[np.ndarray]:
-        """One token for each of several sessions, decoded together; each session's next-token logits."""
+    def append_each(self, steps: Sequence[tuple[SessionState, Sequence[int]]]) -> list[np.ndarray]:
+        """Tokens for each of several sessions, decoded together; for each, the next-token logits after every
+        one of its tokens (a row per token)."""
         if len({state.seq for state, _ in steps}) != len(steps):
-            raise ValueError("append_each takes at most one token per session")
-        outs = self.ctx.decode_each([(state.seq, token, state.n_past) for state, token in steps])
-        for (state, _), out in zip(steps, outs, strict=True):
-            state.n_past += 1
-            state.logits = out
+            raise ValueError("append_each takes at most one step per session")
+        outs = self.ctx.decode_each([(state.seq, tokens, state.n_past) for state, tokens in steps])
+        for (state, tokens), out in zip(steps, outs, strict=True):
+            state.n_past += len(tokens)
+            state.logits = out[-1]
         return outs
 
     def append_text(self, state: SessionState, text: str, *, logits: bool = True) -> np.ndarray | None:

@@ -105,6 +105,7 @@ class Outcome:
             "ttft_ms": generated.ttft_ms,
             "total_ms": generated.total_ms,
             "tokens": generated.n_tokens,
+            "passes": generated.passes,
         }
 
 

@@ -32,7 +32,7 @@ from typing import Any, get_args
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding, Engine, Session
+from nexus_gateway.engine import CLOSING_TOKENS, DRAFT_TOKENS, Decoded, Decoding, Engine, Session
 from nexus_gateway.errors import ConfigError, GrammarRejected
 from nexus_gateway.generation.domains import zones_as_stated
 from nexus_gateway.generation.facts import missing_facts
@@ -94,6 +94,8 @@ class Generated:
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     n_tokens: int = 0
+    passes: int = 0
+    """Passes over the model to decode the `n_tokens` (fewer where drafted tokens were taken: engine/lookahead.py)."""
     closed_early: bool = False
     """The token budget ran out and the grammar closed the object (decoding.py: closing mode)."""
     missing: tuple[str, ...] = field(default=())
@@ -131,6 +133,7 @@ class Generated:
             "ttft_ms": self.ttft_ms,
             "total_ms": self.total_ms,
             "tokens": self.n_tokens,
+            "passes": self.passes,
         }
 
 
@@ -150,6 +153,7 @@ class ArgumentGenerator:
         max_tokens: int = 160,
         copy_bias: float = COPY_BIAS,
         cold: ToolForm | None = None,
+        draft_tokens: int = DRAFT_TOKENS,
     ) -> None:
         self.engine = engine
         self.mode = check_mode(mode)
@@ -157,6 +161,8 @@ class ArgumentGenerator:
         """Splice mode: how a tool whose full schema would be prefilled is shown (None: compile its block first)."""
         self.max_tokens = max_tokens
         self.copy_bias = copy_bias
+        self.draft_tokens = draft_tokens
+        """Tokens drafted ahead of each decoding step (engine/lookahead.py): fewer passes, the same arguments."""
         self._plans: dict[str, GrammarPlan] = {}
         self._compiled: set[str] = set()
         self.pending: dict[str, ToolRecord] = {}
@@ -183,6 +189,7 @@ class ArgumentGenerator:
             max_tokens=budget,
             copy_bias=self.copy_bias,
             copied_only=tuple(free),
+            draft_tokens=self.draft_tokens,
         )
 
     async def _decode(
@@ -286,6 +293,7 @@ class ArgumentGenerator:
                         decoded.ttft_s,
                         decoded.total_s + again.total_s,
                         closed_early=again.closed_early,
+                        passes=decoded.passes + again.passes,
                     )
                     arguments, dropped, problems, repaired = second, second_dropped, second_problems, steps
         if problems and arguments is not None:  # last: leave out what fails and is not required
@@ -309,6 +317,7 @@ class ArgumentGenerator:
             ttft_ms=round(decoded.ttft_s * 1000, 2),
             total_ms=round(decoded.total_s * 1000, 2),
             n_tokens=decoded.n_tokens,
+            passes=decoded.passes,
             closed_early=decoded.closed_early,
             missing=tuple(missing_facts(schema, arguments, invented)) if arguments else (),
             repaired=tuple(repaired),

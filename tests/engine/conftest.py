@@ -12,7 +12,7 @@ import pytest
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Decoded, Decoding
+from nexus_gateway.engine import DRAFT_TOKENS, Decoded, Decoding
 from nexus_gateway.engine.decoding import decode_steps
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.settings import EngineSettings
@@ -90,10 +90,16 @@ def decode_alone(
     form: ToolForm,
     max_tokens: int,
     copied_only: tuple[str, ...] = (),
+    draft_tokens: int = DRAFT_TOKENS,
 ) -> Decoded:
     """`decode_steps` driven alone, on this thread: each step decoded as it comes."""
     how = Decoding(
-        grammar=plan.gbnf, opens_key=plan.opens_key, form=form, max_tokens=max_tokens, copied_only=copied_only
+        grammar=plan.gbnf,
+        opens_key=plan.opens_key,
+        form=form,
+        max_tokens=max_tokens,
+        copied_only=copied_only,
+        draft_tokens=draft_tokens,
     )
     steps = decode_steps(rt, state, record, query, how)
     try:

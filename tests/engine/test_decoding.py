@@ -31,6 +31,22 @@ def test_decoding_leaves_the_session_exactly_where_it_was(gen_runtime: Runtime):
     assert (state.n_past, gen_runtime.ctx.seq_range(state.seq)) == before
 
 
+def test_drafted_tokens_save_passes_and_leave_the_arguments_and_the_session_as_they_were(gen_runtime: Runtime):
+    gen_runtime.reset()
+    state = gen_runtime.open_session()
+    before = (state.n_past, gen_runtime.ctx.seq_range(state.seq))
+    query, plan = "Email bob@example.com about the team lunch on Friday", grammar_for(EMAIL.input_schema)
+    one = decode_alone(gen_runtime, state, EMAIL, query, plan, "signature", 64, draft_tokens=0)
+    drafted = decode_alone(gen_runtime, state, EMAIL, query, plan, "signature", 64, draft_tokens=3)
+    assert one.passes == one.n_tokens - 1  # a token a pass (the closing brace is never decoded)
+    assert drafted.passes < drafted.n_tokens  # the address and the subject copy the request: drafts were taken
+    for decoded in (one, drafted):  # the same arguments, up to rounding (lookahead.py): compared by what they say
+        arguments = parse_object(decoded.text)
+        assert arguments is not None and arguments["to"] == "bob@example.com", decoded.text
+        assert "lunch" in arguments["subject"].casefold(), decoded.text
+    assert (state.n_past, gen_runtime.ctx.seq_range(state.seq)) == before  # rejected drafts' cells went too
+
+
 def test_the_generic_grammar_still_yields_a_json_object(gen_runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("nexus_gateway.generation.grammar.MAX_GRAMMAR_CHARS", 10)  # any schema grammar is "too big"
     plan = grammar_for(WEATHER.input_schema)
