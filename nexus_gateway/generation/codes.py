@@ -6,7 +6,7 @@ takes "the ISO 639-1 code of the language" wants `de`, not `German`; one that ta
 tables map the common words to their codes (English names, their plurals and a few everyday names:
 `bucks`, `quid`), so a value the model copied from the request can be written in the code asked for
 (formats.py), and a code counts as said when the request names it in words (grounding.py via
-domains.spoken_forms).
+domains.spoken_forms). So does a unit an enum abbreviates (`C` for "celsius": stated.py).
 """
 
 from __future__ import annotations
@@ -156,6 +156,29 @@ _STATES = {
     "WY": "wyoming",
     "DC": "district of columbia|washington dc|washington d.c.",
 }
+
+
+_UNITS = {
+    "c": "celsius|centigrade|degrees c",
+    "f": "fahrenheit|degrees f",
+    "k": "kelvin",
+    "km": "kilometer|kilometers|kilometre|kilometres",
+    "mi": "mile|miles",
+    "cm": "centimeter|centimeters|centimetre|centimetres",
+    "mm": "millimeter|millimeters|millimetre|millimetres",
+    "ft": "foot|feet",
+    "kg": "kilogram|kilograms|kilo|kilos",
+    "lb": "pound|pounds|lbs",
+    "lbs": "pound|pounds|lb",
+}
+"""Units an enum abbreviates (`"unit": {"enum": ["C", "F"]}`), by the abbreviation, and the words a request
+uses for them: only where none means two units (`m` is metres or minutes)."""
+
+
+def unit_words(value: str) -> tuple[str, ...]:
+    """The words a request may use for the unit an enum value abbreviates (`C`: "celsius"), else ()."""
+    words = _UNITS.get(value.strip().casefold())
+    return tuple(words.split("|")) if words else ()
 
 
 def _words(table: Mapping[str, str]) -> dict[str, str]:

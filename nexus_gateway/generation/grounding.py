@@ -83,9 +83,10 @@ _FIXED = ("enum", "const", "format", "pattern")
 
 
 def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """`arguments` with each free top-level string written as the request writes it: the request's case, or
-    the request's plural of a singular the model wrote. Other values, and strings the request does not
-    hold in either way, are left as they are."""
+    """`arguments` with each free top-level string written as the request writes it: the request's case, the
+    request's plural of a singular the model wrote, an identifier copied with a slip, or the span the request
+    quotes when the value adds words to it. Other values, and strings the request does not hold in any of
+    these ways, are left as they are."""
     properties = _mapping(schema, "properties")
     written = dict(arguments)
     for name, value in arguments.items():
@@ -96,10 +97,24 @@ def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, 
         if found is None and value.strip() and value.strip()[-1].isalpha():
             found = next(filter(None, (_found(value.strip() + ending, request) for ending in _PLURALS)), None)
         if found is None:
-            found = _slipped_identifier(value, request)
+            found = _slipped_identifier(value, request) or _quoted_within(value, request)
         if found is not None and found != value:
             written[name] = found
     return written
+
+
+def _quoted_within(value: str, request: str) -> str | None:
+    """The one span the request quotes that `value` (not in the request) holds with words around it that the
+    request never uses: the user spelled the value out, the model added to it ("add 'Dentist' to my
+    calendar": `Dentist`, not `Dentist Appointment`). Words of the request around it are kept: the value
+    is then composed from the request, not embellished."""
+    quoted = {next(group for group in match.groups() if group) for match in _QUOTED.finditer(request)}
+    held = [span for span in quoted if re.search(rf"(?<!\w){re.escape(span)}(?!\w)", value, re.IGNORECASE)]
+    if len(held) != 1 or held[0].strip() == value.strip():
+        return None
+    around = re.sub(rf"(?<!\w){re.escape(held[0])}(?!\w)", " ", value, flags=re.IGNORECASE)
+    said = {word.casefold() for word in _WORD.findall(request)}
+    return None if any(word.casefold() in said for word in _WORD.findall(around)) else held[0]
 
 
 _IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{4,}[A-Za-z0-9](?![\w@/-])")

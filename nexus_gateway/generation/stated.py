@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nexus_gateway.generation.codes import unit_words
 from nexus_gateway.generation.domains import has_domain
 
 _STEM = 4
@@ -171,8 +172,12 @@ _SHAPE_IN_REQUEST = {
 
 
 def _choice_stated(value: Any, request: str, request_words: list[str]) -> bool:
+    """The request names enum value `value`: its words, the value as a phrase, or the unit it abbreviates
+    (`C` for "21 degrees celsius")."""
     return isinstance(value, (str, int, float)) and (
-        _stated(_words(str(value)) or [str(value).lower()], request_words) or _named(str(value), request)
+        _stated(_words(str(value)) or [str(value).lower()], request_words)
+        or _named(str(value), request)
+        or any(_named(word, request) for word in unit_words(str(value)))
     )
 
 
@@ -218,7 +223,13 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             if switched is not None:
                 fixed[name] = switched
         elif isinstance(choices, list) and isinstance(value, str) and not _choice_stated(value, request, request_words):
-            named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named(c, request)]
+            named = [
+                c
+                for c in choices
+                if isinstance(c, str)
+                and not c.strip().isdigit()
+                and (_named(c, request) or any(_named(word, request) for word in unit_words(c)))
+            ]
             wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]
             if len(named) == 1:
                 fixed[name] = named[0]

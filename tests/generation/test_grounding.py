@@ -301,3 +301,15 @@ def test_an_identifier_copied_with_a_slip_is_written_as_the_request_writes_it():
     two = "move PROJ-88 and PROJ-87 to Done"
     assert as_written(two, schema, {"channel_id": "PROJ-89"}) == {"channel_id": "PROJ-89"}  # which one?
     assert as_written("channel C1234567", schema, {"channel_id": "C7654321"}) == {"channel_id": "C7654321"}
+
+
+def test_a_value_that_adds_words_of_its_own_to_a_span_the_request_quotes_is_that_span():
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}}
+    quoted = "Add 'Dentist' to my calendar on 2024-07-09 at 15:30"
+    assert as_written(quoted, schema, {"title": "Dentist Appointment"}) == {"title": "Dentist"}
+    said = 'email bob saying "running late" and that I will be there at 5'
+    composed = {"body": "running late, I will be there at 5"}  # the other words are the request's: kept
+    assert as_written(said, schema, composed) == composed
+    assert as_written("Add Dentist to my calendar", schema, {"title": "Dentist Appointment"}) == {
+        "title": "Dentist Appointment"  # nothing quoted: nothing to go by
+    }

@@ -47,6 +47,14 @@ def test_a_one_letter_enum_value_is_stated_only_by_that_whole_word():
     assert unstated_choices("cool the house to 68", THERMOSTAT, {"temperature": 68, "mode": "cool"}) == []
 
 
+def test_a_unit_an_enum_abbreviates_is_stated_by_its_name():
+    celsius = "set the thermostat to 21 degrees celsius"
+    assert "unit" not in unstatable(celsius, THERMOSTAT)  # `C` is decoded: the request names it in words
+    assert unstated_choices(celsius, THERMOSTAT, {"temperature": 21, "unit": "C"}) == []
+    assert stated_choices(celsius, THERMOSTAT, {"temperature": 21, "unit": "F"})["unit"] == "C"
+    assert "unit" in unstatable("set the thermostat to 21, cool mode", THERMOSTAT)  # `cool` is no unit
+
+
 def test_a_list_of_choices_none_of_which_the_request_names_is_unstated():
     every_day = ["Mon", "Tue", "Wed", "Sat", "Sun"]
     assert unstated_choices("alarm at 07:00 called gym", ALARM, {"time": "07:00", "repeat": every_day}) == ["repeat"]
