@@ -41,7 +41,6 @@ DRAFT_TOKENS = 1
 """The most tokens drafted ahead of a decoding step (lookahead.py); 0 decodes a token a pass. One: on 2 cores
 a pass of two tokens takes about as long as a pass of one, and each more token about a third of a pass
 (docs/benchmarks.md, session 21: fill time -24 % with 1, -20 % with 2, on the argument development sets)."""
-"""Tokens past the budget in which the grammar must close the object (decoding.py: closing mode)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,8 @@ class Decoding:
     """Optional free-text parameters: once a value of theirs stops being a span of the request (case aside),
     it is closed there (it would be left out after decoding)."""
     draft_tokens: int = DRAFT_TOKENS
-    """Tokens looked up in the prompt and checked in the same pass as each chosen one (lookahead.py); the
-    output is the same whatever it is, only the passes over the model change."""
+    """Tokens looked up in the prompt and checked in the same pass as each chosen one (lookahead.py): fewer
+    passes over the model, the same output up to rounding."""
 
 
 @dataclass(frozen=True)
