@@ -18,12 +18,10 @@ from collections.abc import Generator
 import numpy as np
 
 from nexus_gateway.engine import Completion
+from nexus_gateway.engine.decoding import Step
 from nexus_gateway.engine.llama import GrammarSampler
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.errors import EngineError
-
-Step = tuple[SessionState, list[int]]
-
 
 _SPLIT = "\x00"
 _held: weakref.WeakKeyDictionary[Runtime, tuple[list[int], SessionState]] = weakref.WeakKeyDictionary()

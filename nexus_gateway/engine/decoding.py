@@ -87,10 +87,9 @@ Step = tuple[SessionState, list[int]]
 one and the draft after it) and send back the logits after each."""
 
 
-def prompt_tokens(rt: Runtime, record: ToolRecord, form: ToolForm, request: str) -> list[int]:
-    """The tokens of the tool text and the request, as the lookahead reads them (`Lookahead.prompt`)."""
-    text = signature_text(record) if form == "signature" else tool_text(record)
-    return rt.model.tokenize(text) + rt.model.tokenize(request, special=True)
+def tool_tokens(rt: Runtime, record: ToolRecord, form: ToolForm) -> list[int]:
+    """The tokens of the tool text in `form`, as the lookahead reads them (`Lookahead.prompt`)."""
+    return rt.model.tokenize(signature_text(record) if form == "signature" else tool_text(record))
 
 
 def decode_steps(
@@ -111,11 +110,12 @@ def decode_steps(
         copying = CopyBias(rt.model, query, how.copy_bias)
         placement = place(rt, state, record, how.form)
         request, opened = request_text(rt, query, how.opens_key)
+        asked = rt.model.tokenize(request, special=True)
         memory = followers(rt.model)
-        prompt = prompt_tokens(rt, record, how.form, request)
+        prompt = [*tool_tokens(rt, record, how.form), *asked]
         lookahead = Lookahead(rt.model, query, prompt, limit=how.draft_tokens, memory=memory)
         opening = rt.model.tokenize(opened)
-        logits = rt.append_text(state, request)
+        logits = rt.append(state, asked)
         tokens: list[int] = []
         ahead: list[tuple[int, np.ndarray]] = []  # drafted tokens already decoded, each with the logits after it
         text, ttft, cut, cutting, passes = opened, 0.0, [], False, 0

@@ -108,8 +108,9 @@ def _quoted_within(value: str, request: str) -> str | None:
     request never uses: the user spelled the value out, the model added to it ("add 'Dentist' to my
     calendar": `Dentist`, not `Dentist Appointment`). Words of the request around it are kept: the value
     is then composed from the request, not embellished."""
-    quoted = {next(group for group in match.groups() if group) for match in _QUOTED.finditer(request)}
-    held = [span for span in quoted if re.search(rf"(?<!\w){re.escape(span)}(?!\w)", value, re.IGNORECASE)]
+    held = [
+        span for span in set(_quoted(request)) if re.search(rf"(?<!\w){re.escape(span)}(?!\w)", value, re.IGNORECASE)
+    ]
     if len(held) != 1 or held[0].strip() == value.strip():
         return None
     around = re.sub(rf"(?<!\w){re.escape(held[0])}(?!\w)", " ", value, flags=re.IGNORECASE)
@@ -418,6 +419,13 @@ _SALIENT_IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)
 """A token of letters and digits together, 4 characters or more: `C01ABCD`, `PROJ-88`, `a1b2c3d`, `api-7d9f`."""
 _QUOTED = re.compile(r"`([^`]{2,})`|\"([^\"]{2,})\"|(?<!\w)'([^']{2,})'(?!\w)")
 """A quoted or backticked span: a command, a message, a name the user spelled out (`npm run build`, 'on it')."""
+
+
+def _quoted(text: str) -> list[str]:
+    """The spans `text` quotes or backticks, in order."""
+    return [next(group for group in match.groups() if group) for match in _QUOTED.finditer(text)]
+
+
 _LONG_NUMBER = re.compile(r"(?<![\w.,])\d{4,}(?:\.\d+)?(?![\w,]|\.\d)|(?<![\w.,])\d+\.\d{4,}(?![\w,]|\.\d)")
 """A number of four digits or more, an id or a year (`48213`, `1706.03762`, `2026`); shorter ones are often counts."""
 _SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w/@-])")
@@ -433,7 +441,7 @@ def salient_values(request: str) -> list[str]:
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
     slugs = _spans(_SLUG, rest)
     identifiers = _spans(_SALIENT_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
-    quoted = [next(group for group in match.groups() if group) for match in _QUOTED.finditer(rest)]
+    quoted = _quoted(rest)
     numbers = _spans(_LONG_NUMBER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
     return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers, *quoted, *numbers]))
 

@@ -175,10 +175,13 @@ def _choice_stated(value: Any, request: str, request_words: list[str]) -> bool:
     """The request names enum value `value`: its words, the value as a phrase, or the unit it abbreviates
     (`C` for "21 degrees celsius")."""
     return isinstance(value, (str, int, float)) and (
-        _stated(_words(str(value)) or [str(value).lower()], request_words)
-        or _named(str(value), request)
-        or any(_named(word, request) for word in unit_words(str(value)))
+        _stated(_words(str(value)) or [str(value).lower()], request_words) or _named_choice(str(value), request)
     )
+
+
+def _named_choice(value: str, request: str) -> bool:
+    """Enum value `value` is in the request as a whole word or phrase, or as the unit it abbreviates."""
+    return _named(value, request) or any(_named(word, request) for word in unit_words(value))
 
 
 def _named(value: str, request: str) -> bool:
@@ -223,13 +226,7 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             if switched is not None:
                 fixed[name] = switched
         elif isinstance(choices, list) and isinstance(value, str) and not _choice_stated(value, request, request_words):
-            named = [
-                c
-                for c in choices
-                if isinstance(c, str)
-                and not c.strip().isdigit()
-                and (_named(c, request) or any(_named(word, request) for word in unit_words(c)))
-            ]
+            named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
             wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]
             if len(named) == 1:
                 fixed[name] = named[0]
