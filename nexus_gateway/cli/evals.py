@@ -399,6 +399,10 @@ def eval_arguments(
         float | None,
         typer.Option(min=0, help="Logits for tokens that copy the request into a string value (0: off; default 2)."),
     ] = None,
+    draft_tokens: Annotated[
+        int | None,
+        typer.Option(min=0, help="Tokens drafted ahead of each decoding pass (0: a token a pass; default 1)."),
+    ] = None,
     backend: Annotated[
         str, typer.Option(help="local | openai: the model in this process, or on an inference server (--base-url).")
     ] = "local",
@@ -448,6 +452,7 @@ def eval_arguments(
                     compiled_root=compiled_root(settings),
                     progress=advance,
                     copy_bias=copy_bias,
+                    draft_tokens=draft_tokens,
                 )
             )
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
-from nexus_gateway.engine import Session
+from nexus_gateway.engine import DRAFT_TOKENS, Session
 from nexus_gateway.engine.backends import open_engine
 from nexus_gateway.engine.history import GENERIC_TURNS, history_tokens
 from nexus_gateway.engine.runtime import Runtime
@@ -182,6 +182,7 @@ async def evaluate_arguments(
     compiled_root: Path | None = None,
     progress: Progress | None = None,
     copy_bias: float | None = None,
+    draft_tokens: int | None = None,
 ) -> tuple[dict[str, Any], list[Outcome]]:
     records = tool_records(tools)
     unknown = sorted({case.tool for case in cases} - set(records))
@@ -193,7 +194,12 @@ async def evaluate_arguments(
     if depth and settings.backend != "local":
         raise ConfigError("--depth needs the local engine (its history is decoded token by token)")
     async with open_engine(settings, compiled_root=compiled_root) as engine:
-        generator = ArgumentGenerator(engine, mode=mode, copy_bias=COPY_BIAS if copy_bias is None else copy_bias)
+        generator = ArgumentGenerator(
+            engine,
+            mode=mode,
+            copy_bias=COPY_BIAS if copy_bias is None else copy_bias,
+            draft_tokens=DRAFT_TOKENS if draft_tokens is None else draft_tokens,
+        )
         reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
         history = await engine.run(_history(depth, session)) if depth and isinstance(engine, LocalEngine) else 0
@@ -228,6 +234,10 @@ async def evaluate_arguments(
         "repaired": sum(bool(o.generated.repaired) for o in outcomes),
         "missing": sum(bool(o.generated.missing) for o in outcomes),
         "copy_bias": generator.copy_bias,
+        "draft_tokens": generator.draft_tokens,
+        "passes": sum(o.generated.passes for o in outcomes),
+        "tokens": sum(o.generated.n_tokens for o in outcomes),
+        "total_ms_sum": round(sum(o.generated.total_ms for o in outcomes), 1),
     }
     if rerank:
         report |= {"rerank_k": rerank, "reranked": len(rerank_ms)}
