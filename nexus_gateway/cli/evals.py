@@ -181,7 +181,12 @@ def eval_routing(
     ] = None,
     model: Annotated[str | None, typer.Option(help="With --rerank: a packaged model's name or a GGUF path.")] = None,
     details: Annotated[
-        Path | None, typer.Option("--details", help="With --rerank: every re-ranked case here, one JSON line each.")
+        Path | None,
+        typer.Option(
+            "--details",
+            help="Every case here, one JSON line each: where its right tool ranked and the best 5 at each N "
+            "(with --rerank: every re-ranked case, the model's scores).",
+        ),
     ] = None,
     embed_cache: EmbedCacheOption = None,
     examples: Annotated[
@@ -208,6 +213,7 @@ def eval_routing(
         usage = load_examples(examples)
     embedded = _embedder(embedder, embed_cache)
     threshold = tau if tau is not None else _default_tau(embedded.name, method)
+    lines: list[dict[str, Any]] | None = [] if details is not None and not rerank else None
     report = _run(
         tools,
         cases,
@@ -221,7 +227,10 @@ def eval_routing(
         examples=usage,
         examples_only=examples_only,
         use_examples=not without_examples,
+        details=lines,
     )
+    if lines is not None and details is not None:
+        details.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     if embed_cache is not None:
         embedded.save()
     if rerank:

@@ -182,6 +182,28 @@ def score_cases(
     return scored
 
 
+DETAIL_TOP = 5
+"""Tools listed for each case in `eval routing --details`."""
+
+
+def detail_line(pool: ToolPool, case: Case, size: int, scored: Scored, tau: float) -> dict[str, Any]:
+    """One case at one size, as `eval routing --details` writes it: the rank of its best-ranked right tool,
+    whether the margin gate would have chosen alone, and the best tools with their fused scores."""
+    return {
+        "id": case.id,
+        "query": case.query,
+        "size": size,
+        "gold": case.tool,
+        "alternatives": list(case.alternatives),
+        "right_rank": scored.gold_rank,
+        "automatic": scored.margin >= tau,
+        "top": [
+            {"name": pool.names[tool], "score": round(score, 4), "right": pool.names[tool] in case.right}
+            for tool, score in zip(scored.top, scored.top_scores, strict=True)
+        ],
+    }
+
+
 def _scan_us(pool: ToolPool, queries: np.ndarray, size: int, rng: random.Random) -> float:
     rows = rng.sample(range(len(pool.names)), min(size, len(pool.names)))
     slb = pool.slb.subset(rows)
@@ -204,9 +226,11 @@ def evaluate_routing(
     tau: float = float("inf"),
     progress: Progress | None = None,
     examples: UsageExamples | None = None,
+    details: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The `eval routing` report (DESIGN.md format), plus the margins for calibration. `examples`: tools' example
-    requests by content hash, indexed as the gateway indexes them."""
+    requests by content hash, indexed as the gateway indexes them. `details`: one line per case and size is
+    appended to it (`detail_line`: where the right tool ranked, the best `DETAIL_TOP` tools with their scores)."""
     check_tools_known(tools, cases)
     pool = ToolPool(tools, embedder, examples=examples)
     queries = embedder.embed_batch([routing_text(case.query) for case in cases])
@@ -222,7 +246,9 @@ def evaluate_routing(
     for done, size in enumerate(sizes):
         if progress:
             progress(f"N = {size}", done, len(sizes))
-        scored = score_cases(pool, cases, queries, size, seed, method)
+        scored = score_cases(pool, cases, queries, size, seed, method, keep=DETAIL_TOP if details is not None else 0)
+        if details is not None:
+            details.extend(detail_line(pool, case, size, one, tau) for case, one in zip(cases, scored, strict=True))
         correct = [s.gold_rank == 1 for s in scored]
         coverage, precision = gate_stats([s.margin for s in scored], correct, tau)
         report["sizes"][str(size)] = {

@@ -59,6 +59,37 @@ def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path)
     assert "top-1" in result.stdout
 
 
+def test_eval_routing_details_say_where_each_right_tool_ranked(tmp_path: Path):
+    """Without --rerank, `--details` writes a line per case and size: the right tool's rank and the best five.
+    One case is labelled with a tool its request does not name, so it must rank below another tool."""
+    labelled = [*CASES, {"id": "off", "query": "please update my hotels for next week", "tool": "tool.books"}]
+    (tools, cases), details = write_labelled_set(tmp_path, TOOLS, labelled), tmp_path / "details.jsonl"
+    result = cli(
+        "eval",
+        "routing",
+        "--tools",
+        str(tools),
+        "--cases",
+        str(cases),
+        "--sizes",
+        "5,12",
+        "--embedder",
+        "hashing",
+        "--details",
+        str(details),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    assert len(rows) == 2 * len(labelled) and {row["size"] for row in rows} == {5, 12}
+    for row in rows:
+        assert len(row["top"]) == 5 and row["top"] == sorted(row["top"], key=lambda tool: -tool["score"])
+        if row["id"] != "off":
+            assert row["right_rank"] == 1 and row["top"][0]["name"] == row["gold"] and row["top"][0]["right"]
+    off = next(row for row in rows if row["id"] == "off" and row["size"] == 12)
+    assert off["right_rank"] > 1 and off["top"][0]["name"] == "tool.hotels" and not off["top"][0]["right"]
+
+
 def test_cases_naming_unknown_tools_are_a_clear_error(tmp_path: Path):
     tools, cases = tmp_path / "tools.json", tmp_path / "cases.jsonl"
     tools.write_text(json.dumps(TOOLS))
