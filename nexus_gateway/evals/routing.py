@@ -25,7 +25,7 @@ from nexus_gateway.routing.bm25 import LEXICAL_WEIGHTS, idf, term_scores, tokeni
 from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
-from nexus_gateway.routing.mentions import mention_bonus
+from nexus_gateway.routing.mentions import mention_bonus, product_words
 from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
@@ -65,6 +65,12 @@ class ToolPool:
         self.names = [tool["name"] for tool in tools]
         self.servers = np.array([tool.get("server", "") for tool in tools], dtype=object)
         self.name_terms = [name_terms(tool["name"], tool.get("server", "")) for tool in tools]
+        self.products = product_words(
+            (tool["server"], tool["name"].removeprefix(f"{tool['server']}__"), tool.get("description") or "")
+            for tool in tools
+            if tool.get("server")
+        )
+        """Each server's product words (`mentions.product_words`), as the gateway's index finds them."""
         self.position = {name: i for i, name in enumerate(self.names)}
         requests = examples_of([content_hash(tool) for tool in tools], examples)
         plain = [
@@ -172,7 +178,7 @@ def score_cases(
         fused = fuse(dense, pool.bm25(terms, candidates), method)
         if method == "linear":  # as the gateway's index scores (hybrid.py)
             said = name_coverage(set(terms), [pool.name_terms[c] for c in candidates])
-            fused = fused + mention_bonus(case.query, pool.servers[candidates]) + NAME_WEIGHT * said
+            fused = fused + mention_bonus(case.query, pool.servers[candidates], pool.products) + NAME_WEIGHT * said
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
         order = np.lexsort((right, -fused))[:keep]  # right tools last among ties

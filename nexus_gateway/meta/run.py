@@ -50,7 +50,7 @@ from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate, operations
-from nexus_gateway.routing.mentions import named_servers, operation_words
+from nexus_gateway.routing.mentions import catalog_products, named_servers, operation_words
 from nexus_gateway.routing.specs import DEFAULT_SPEC
 
 logger = logging.getLogger(__name__)
@@ -471,14 +471,15 @@ class Runner:
     def _server_check(
         self, query: str, choice: Choice | None, results: list[SearchResult], trace: dict[str, Any]
     ) -> Choice | None:
-        """`choice`, proposed instead of called when its server is in doubt: the request names servers
-        (routing/mentions.py) and the tool is none of theirs ("run SELECT count(*) FROM events on postgres":
-        not Sentry's `search_events`), or another server among the candidates offers the same operation
-        under the same name and the request does not name the chosen one ("fork vercel/next.js": GitHub's
-        or GitLab's `fork_repository`)."""
+        """`choice`, proposed instead of called when its server is in doubt: the request names servers, by
+        their names or their products' (routing/mentions.py), and the tool is none of theirs ("run SELECT
+        count(*) FROM events on postgres": not Sentry's `search_events`), or another server among the
+        candidates offers the same operation under the same name and the request does not name the chosen one
+        ("fork vercel/next.js": GitHub's or GitLab's `fork_repository`)."""
         if choice is None or choice.doubt is not None:
             return choice
-        named = named_servers(query, self.gateway.servers())
+        catalog = tuple((tool.server, tool.upstream_name, tool.description) for tool in self.gateway.catalog)
+        named = named_servers(query, self.gateway.servers(), catalog_products(catalog))
         record = choice.candidate.record
         others = tuple(result for result in results if result.name != record.name)
         if named and record.server not in named:

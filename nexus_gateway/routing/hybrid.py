@@ -16,7 +16,7 @@ from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
-from nexus_gateway.routing.mentions import mention_bonus
+from nexus_gateway.routing.mentions import Products, mention_bonus, product_words
 from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
@@ -65,6 +65,8 @@ class HybridRetriever:
         """Each searchable tool's server, in the order of `names`."""
         self.name_terms: list[frozenset[str]] = []
         """Each searchable tool's `names.name_terms`, in the order of `names`."""
+        self.products: Products = {}
+        """The searchable servers' product words (`mentions.product_words`)."""
         self._examples: dict[str, Sequence[str]] = {}
         self.method = method
         self.index_path = index_path
@@ -95,6 +97,7 @@ class HybridRetriever:
         first."""
         names = [record.name for record in records]
         servers = [record.server for record in records]
+        products = product_words((record.server, record.upstream_name, record.description) for record in records)
         fields = [ToolFields.of_record(record) for record in records]  # BM25 weighs them; the SLB embeds `texts`
         texts = [tool.text(DENSE_FIELDS) for tool in fields]
         with self._lock:
@@ -113,7 +116,7 @@ class HybridRetriever:
                     [texts[i] for i in ready],
                     [fields[i] for i in ready],
                 )
-                self._publish(slb.fork(), *chosen)
+                self._publish(slb.fork(), *chosen, products)
                 if progress is not None:
                     progress(len(ready), len(names))
         requests = [row for tool in others for row in tool]
@@ -122,7 +125,7 @@ class HybridRetriever:
             self._learn(slb, new_requests[start : start + INDEX_BATCH])
             if progress is not None:
                 progress(len(names), len(names))  # every tool is searchable; this checks for cancellation
-        self._publish(slb, names, servers, texts, fields, others)
+        self._publish(slb, names, servers, texts, fields, products, others)
         if progress is not None:
             progress(len(names), len(names))
         if missing or new_requests:
@@ -162,6 +165,7 @@ class HybridRetriever:
         servers: list[str],
         texts: list[str],
         fields: list[ToolFields],
+        products: Products,
         others: list[list[str]] | None = None,
     ) -> None:
         others = others or [[] for _ in names]
@@ -173,18 +177,19 @@ class HybridRetriever:
         with self._lock:
             self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
             self.servers, self.name_terms = np.array(servers, dtype=object), terms
+            self.products = products
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
             slb, lexical, rows, names, servers = self.slb, self.lexical, self.rows, self.names, self.servers
-            terms = self.name_terms
+            terms, products = self.name_terms, self.products
         if not len(slb):
             return []
         request, query = query, routing_text(query)
         vector = slb.embed_query(query)
         lexical_scores = lexical.scores(query)
         linear = self.method == "linear"  # rank fusion (rrf) has no scale to add evidence to
-        named = mention_bonus(request, servers) if linear else np.zeros(len(names))
+        named = mention_bonus(request, servers, products) if linear else np.zeros(len(names))
         request_terms = set(tokenize(query))
 
         def said(tools: Sequence[int]) -> np.ndarray:

@@ -3,7 +3,9 @@
     named_servers("who on github goes by torvalds", ["npm-github", "npm-firecrawl"]) -> {"npm-github"}
 
 A server is named when the request uses a word of its name (`server_words`: `npm-github` -> github,
-`chrome-devtools` -> chrome, devtool; packaging words such as npm, mcp and server say nothing), read as
+`chrome-devtools` -> chrome, devtool; packaging words such as npm, mcp and server say nothing) or the name of a
+product it serves (`product_words`: `py-atlassian` serves `jira_*` and `confluence_*` tools, and "a confluence
+page" names it), read as
 routing reads it (query.py: a file called like a server names it no more than its kind). A server's name is
 weak evidence as a field of every tool (it cost top-1 on the development sets: `bm25.LEXICAL_WEIGHTS`), but a
 request that names a server is strong evidence for that server's tools: retrieval adds `MENTION_BONUS` to
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
+from types import MappingProxyType
 
 import numpy as np
 
+from nexus_gateway.routing import operations
 from nexus_gateway.routing.bm25 import tokenize
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import words_of
@@ -35,6 +40,63 @@ def server_words(server: str) -> frozenset[str]:
     """The words of a server's name that could name it in a request: `npm-github` -> {github},
     `chrome-devtools` -> {chrome, devtool} (stemmed as BM25 stems), none shorter than 3 letters."""
     return frozenset(w for w in tokenize(words_of(server)) if len(w) >= 3 and w not in GENERIC_SERVER_WORDS)
+
+
+GENERIC_LEADS = frozenset({"manage", "batch", "bulk", "handle", "perform", "do", "multi", "all"})
+"""Words that lead tools' names without naming a product (`manage_event`, `batch_update`), beside the verbs
+operations.py reads."""
+
+PRODUCT_TOOLS, PRODUCT_SHARE, PRODUCT_OWN = 3, 0.25, 0.9
+"""A product a server serves: the first word of the names of at least `PRODUCT_TOOLS` of its tools and
+`PRODUCT_SHARE` of them, and found (in tools' names and descriptions) in tools of that server for at least
+`PRODUCT_OWN` of the tools that say it: `jira` and `confluence` for an Atlassian server, `kubectl` for a
+Kubernetes one; not `browser` (four browser servers' tools say it), a verb (`get`, `send`) or `GENERIC_LEADS`."""
+
+Products = Mapping[str, frozenset[str]]
+"""The words naming each server's products (`product_words`), by server."""
+
+
+def product_words(tools: Iterable[tuple[str, str, str]]) -> dict[str, frozenset[str]]:
+    """The product words (`PRODUCT_TOOLS` above) of each server of a catalog, from each tool's server, name (as
+    its server calls it) and description; servers without any are left out."""
+    tools = list(tools)
+    leading: dict[str, Counter[str]] = {}
+    sizes: Counter[str] = Counter()
+    for server, name, _ in tools:
+        sizes[server] += 1
+        words = tokenize(words_of(name))
+        if words:
+            leading.setdefault(server, Counter())[words[0]] += 1
+    candidates = {
+        (server, word)
+        for server, counts in leading.items()
+        for word, count in counts.items()
+        if count >= max(PRODUCT_TOOLS, PRODUCT_SHARE * sizes[server])
+        and len(word) >= 3
+        and word not in GENERIC_SERVER_WORDS
+        and word not in server_words(server)
+        and not operations.is_verb(word)
+        and word not in GENERIC_LEADS
+    }
+    if not candidates:
+        return {}
+    wanted = {word for _, word in candidates}
+    saying: dict[str, Counter[str]] = {word: Counter() for word in wanted}
+    for server, name, description in tools:
+        for word in wanted & set(tokenize(f"{words_of(name)} {description}")):
+            saying[word][server] += 1
+    found: dict[str, set[str]] = {}
+    for server, word in candidates:
+        if saying[word][server] >= PRODUCT_OWN * sum(saying[word].values()):
+            found.setdefault(server, set()).add(word)
+    return {server: frozenset(words) for server, words in found.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def catalog_products(tools: tuple[tuple[str, str, str], ...]) -> Products:
+    """`product_words` of a catalog's (server, name, description) triples, remembered: `run` asks for every
+    request, and a catalog changes rarely."""
+    return MappingProxyType(product_words(tools))
 
 
 FORMAT_APPS: dict[str, tuple[str, ...]] = {
@@ -53,14 +115,15 @@ _SLUG = re.compile(r"(?<![\w./@~-])[\w.-]+/[\w.-]+(?![\w/@-])")
 """An `owner/name` slug: its words name a repository or a chart, not a server (`kubernetes/kubernetes` on GitHub)."""
 
 
-def named_servers(request: str, servers: Iterable[str]) -> frozenset[str]:
-    """The servers among `servers` that `request` names by a word of their names (its paths, URLs and e-mail
-    addresses read by their kind first, so a file called like a server does not name it, and its `owner/name`
-    slugs left out; a file's extension names its format's application, `FORMAT_APPS`)."""
+def named_servers(request: str, servers: Iterable[str], products: Products | None = None) -> frozenset[str]:
+    """The servers among `servers` that `request` names by a word of their names or of their `products` (its
+    paths, URLs and e-mail addresses read by their kind first, so a file called like a server does not name it,
+    and its `owner/name` slugs left out; a file's extension names its format's application, `FORMAT_APPS`)."""
     tokens = tokenize(_SLUG.sub(" ", routing_text(request)))
     words = set(tokens)
     words |= {app for kind, word in pairwise(tokens) if kind == "file" for app in FORMAT_APPS.get(word, ())}
-    return frozenset(server for server in servers if server_words(server) & words)
+    products = products or {}
+    return frozenset(server for server in servers if (server_words(server) | products.get(server, frozenset())) & words)
 
 
 def operation_words(tool: str) -> frozenset[str]:
@@ -75,7 +138,9 @@ tried: most of the gain is there at 0.1, above it a case or two either way); Met
 servers and are unchanged."""
 
 
-def mention_bonus(request: str, servers: Sequence[str] | np.ndarray, bonus: float = MENTION_BONUS) -> np.ndarray:
+def mention_bonus(
+    request: str, servers: Sequence[str] | np.ndarray, products: Products | None = None, bonus: float = MENTION_BONUS
+) -> np.ndarray:
     """`bonus` for each tool (by its server, `servers[i]`) of a server `request` names, 0 for the others."""
-    named = named_servers(request, set(servers))
+    named = named_servers(request, set(servers), products)
     return np.array([bonus if server in named else 0.0 for server in servers], dtype=np.float64)

@@ -21,9 +21,12 @@ Pairs of names where one is the other's negation (`git_diff_staged` and `git_dif
 negation of a word the request says, or the word the request negates, is a conflict too (`opposite`).
 
 Only the leading verb is read: a word like "post", "file", "list" or "set" is as often a noun ("the blog post",
-"my todo list"), and a question ("what's on my calendar") or a request that opens with its object states no
-operation, so nothing is concluded from them. "run" and "execute" say nothing of the kind of operation (a
-query is run, so is a script), and verbs outside the lists below are not read at all.
+"my todo list"), and a request that opens with its object states no operation, so nothing is concluded from it.
+A question ("what's on my calendar", "in mongodb, how many orders are pending?") asks to read (`asks_question`):
+a tool whose name only creates, changes or deletes (`insert-many`) does something else; a tool whose name
+states no operation, or a read, is no conflict. "how do I ..." and "how to ..." ask how a thing is done, which
+may be the thing itself, so they are not read as questions. "run" and "execute" say nothing of the kind of
+operation (a query is run, so is a script), and verbs outside the lists below are not read at all.
 """
 
 from __future__ import annotations
@@ -93,9 +96,27 @@ def request_verb(request: str) -> str | None:
     return None
 
 
+_QUESTION = re.compile(
+    r"^(?:what|what's|whats|which|who|who's|whose|where|where's|when|how\s+(?:many|much|long|far|old|big)|"
+    r"is|are|was|were|did|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_question(request: str) -> bool:
+    """Whether `request` opens (after a leading clause: "in jira, ...") with a question that asks to be told
+    something: "what's the status of PROJ-7", "how many orders are pending", "is the build green"."""
+    return bool(_QUESTION.match(_LEADING_CLAUSE.sub("", request.strip())))
+
+
 def name_words(tool: str) -> frozenset[str]:
     """The words of a tool's name in base form (`get_project_fields` -> get, project, field)."""
     return frozenset(_base(word) for word in _WORD.findall(words_of(tool).lower()))
+
+
+def is_verb(word: str) -> bool:
+    """Whether `word` (in any inflection: "created", "sends") is one of the verbs read here, of a kind or not."""
+    return _base(word) in _KIND_OF
 
 
 def kinds(words: Iterable[str]) -> frozenset[str]:
@@ -133,6 +154,10 @@ def conflict(request: str, tool: str, others: Iterable[str] = ()) -> str | None:
 def _verb_conflict(request: str, tool: str, others: Iterable[str]) -> str | None:
     verb = request_verb(request)
     if verb is None:
+        done = kinds(name_words(tool))
+        if asks_question(request) and done and READ not in done:
+            what = " or ".join(_WHAT[kind] for kind in sorted(done))
+            return f"the request asks a question, and {tool} {what}"
         return None
     base, words = _base(verb), name_words(tool)
     if base in words:

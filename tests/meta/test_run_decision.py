@@ -120,6 +120,7 @@ class Core:
         self.settings = NexusSettings()
         self.activity = Activity()
         self.ranked, self.automatic = ranked, automatic
+        self.catalog = [record(name) for name in TOOLS]
         self.called: list[tuple[str, dict[str, Any]]] = []
         self._group: Any = None
 

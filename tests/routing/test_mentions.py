@@ -8,7 +8,13 @@ import pytest
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
-from nexus_gateway.routing.mentions import MENTION_BONUS, mention_bonus, named_servers, server_words
+from nexus_gateway.routing.mentions import (
+    MENTION_BONUS,
+    mention_bonus,
+    named_servers,
+    product_words,
+    server_words,
+)
 
 SERVERS = [
     "npm-github",
@@ -48,6 +54,49 @@ def test_a_request_names_the_servers_whose_words_it_uses(request_text: str, name
 def test_packaging_words_and_short_words_do_not_name_a_server():
     assert server_words("mcp-server-time") == {"time"} and server_words("npm-github") == {"github"}
     assert server_words("py-ha") == set() and server_words("chrome-devtools") == {"chrome", "devtool"}
+
+
+def _catalog() -> list[tuple[str, str, str]]:
+    """(server, name, description): an Atlassian server serving Jira and Confluence, a Kubernetes one named for
+    kubectl, three browser servers whose tool names or descriptions all say "browser", a workspace server whose
+    names often lead with "manage"."""
+    atlassian = [("py-atlassian", f"jira_{verb}_issue", f"{verb} a Jira issue") for verb in ("get", "create", "delete")]
+    atlassian += [
+        ("py-atlassian", f"confluence_{verb}", f"{verb} Confluence pages")
+        for verb in ("search", "get_page", "get_space")
+    ]
+    kubernetes = [
+        ("npm-kubernetes", f"kubectl_{verb}", f"kubectl {verb} resources") for verb in ("get", "apply", "logs")
+    ]
+    browsers = [("npm-playwright", f"browser_{verb}", f"{verb} in the browser") for verb in ("click", "type", "close")]
+    browsers += [("npm-puppeteer", f"puppeteer_{verb}", f"{verb} in the browser page") for verb in ("click", "fill")]
+    browsers += [("chrome-devtools", "new_page", "Open a new browser tab")]
+    workspace = [
+        ("py-workspace", f"manage_{thing}", f"Create or change {thing}s") for thing in ("event", "task", "form")
+    ]
+    workspace += [
+        ("py-workspace", f"get_{thing}", f"Read {thing}s") for thing in ("event", "task", "form", "doc", "file")
+    ]
+    return atlassian + kubernetes + browsers + workspace
+
+
+def test_a_server_serves_the_products_its_tool_names_lead_with_and_no_other_server_mentions():
+    assert product_words(_catalog()) == {
+        "py-atlassian": {"jira", "confluence"},  # not "atlassian" (its name already says it)
+        "npm-kubernetes": {"kubectl"},
+    }  # not "browser": other servers' tools say it; not "manage": 3 of 8 tools, and a verb-like word
+    assert product_words([("py-atlassian", "jira_get_issue", "Get a Jira issue")]) == {}  # one tool is no product
+
+
+def test_a_request_names_a_server_by_a_product_it_serves():
+    products = product_words(_catalog())
+    servers = {server for server, _, _ in _catalog()}
+    request = "where's our onboarding checklist? should be a confluence page somewhere"
+    assert named_servers(request, servers, products) == {"py-atlassian"}
+    assert named_servers(request, servers) == set()  # without the products, as before
+    assert named_servers("close the browser", servers, products) == set()
+    bonus = mention_bonus("in jira, move PROJ-7 to Done", ["py-atlassian", "npm-kubernetes"], products)
+    assert bonus.tolist() == [MENTION_BONUS, 0.0]
 
 
 def test_the_bonus_goes_to_every_tool_of_a_named_server_and_no_other():

@@ -78,6 +78,13 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
             [],
             "git_diff_staged is for staged, the opposite of what the request says",
         ),
+        (
+            "in mongodb, how many orders in the shop db are still pending?",
+            "insert-many",
+            ["count"],
+            "the request asks a question, and insert-many creates",
+        ),
+        ("is PROJ-7 done yet?", "jira_delete_issue", [], "the request asks a question, and jira_delete_issue deletes"),
     ],
 )
 def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_verb_is_a_conflict(
@@ -102,6 +109,11 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("what's staged in ~/api?", "git_diff_staged", ["git_diff_unstaged"]),
         ("undo the last commit", "git_reset", []),  # "undo" is no negation of a word the name says
         ("unstage everything in ~/api", "git_reset", []),
+        ("what's the status of PROJ-123", "jira_get_transitions", []),  # a question, and a tool that reads
+        ("how many pods are running?", "kubectl_get_or_create", []),  # it reads too
+        ("where is the drive from Lyon to Geneva", "maps_distance_matrix", []),  # its name states no operation
+        ("how do I create a bucket?", "create_bucket", []),  # asks how a thing is done: no question read
+        ("how do I delete a branch?", "list_branches", []),
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
