@@ -10,7 +10,11 @@ parameter's own schema or description states it:
                    next piece is joined back (`Portland` -> `Portland, OR` for "... in Portland, OR on ..."),
                    and a US state's name becomes its code where the form asks for one (`Austin, Texas` ->
                    `Austin, TX`)
-    clock times    `6:45` -> `06:45`, `7pm` -> `19:00` where the description asks for `HH:MM`
+    clock times    `6:45` -> `06:45`, `7pm` -> `19:00` where the description asks for `HH:MM`; a time the
+                   request does not say, where it says one time, becomes that one (`15:30` -> `19:30` for
+                   "at 7:30 pm", `06:45` -> `18:45` for "6:45 in the evening")
+    dates          a date with a time of day appended cut to the date where the description asks for
+                   `YYYY-MM-DD` alone (`2026-04-20 10:00` -> `2026-04-20`)
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
     percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
                    writes "4%"
@@ -35,6 +39,15 @@ _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
 _NOT_PLACE = frozenset("I On At In From To For And Or With By Near Please Then".split())  # noqa: SIM905
 _HH_MM = re.compile(r"\bHH:MM\b|\b24-hour\b", re.IGNORECASE)
 _CLOCK = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?)?$", re.IGNORECASE)
+_SAID_CLOCK = re.compile(
+    r"(?<![\d:.$])(\d{1,2})(?::(\d{2}))?\s*"
+    r"(?:([ap])\.?\s?m\b\.?|(in the (?:morning|afternoon|evening)|at night|tonight))"
+    r"|(?<![\d:.$])(\d{1,2}):(\d{2})(?![\d:])",
+    re.IGNORECASE,
+)
+"""A time of day as a request says it: `7:30 pm`, `1pm`, `6:45 in the evening`, or `14:00` (24-hour)."""
+_DATE_ONLY = re.compile(r"\bYYYY-MM-DD\b(?![ T]?(?:HH|hh))")
+_DATE_WITH_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T]\d{1,2}:\d{2}(?::\d{2})?$")
 _NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
 _DECIMAL = re.compile(r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|\d?\.\d+ for \d+(?:\.\d+)? ?%)", re.I)
 _SECONDS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -112,6 +125,39 @@ def _clock(value: str) -> str:
     return f"{hour:02d}:{minute}" if hour < 24 and int(minute) < 60 else value
 
 
+def said_clock_times(request: str) -> list[str]:
+    """The times of day `request` says, as `HH:MM` on the 24-hour clock, in order, once each."""
+    found: list[str] = []
+    for match in _SAID_CLOCK.finditer(request):
+        if match.group(1) is not None:
+            hour, minute = int(match.group(1)), match.group(2) or "00"
+            later = (match.group(3) or "").lower() == "p" or re.search(
+                r"afternoon|evening|night", match.group(4) or "", re.IGNORECASE
+            )
+            if not 1 <= hour <= 12:
+                continue
+            hour = hour % 12 + (12 if later else 0)
+        else:
+            hour, minute = int(match.group(5)), match.group(6)
+        if hour < 24 and int(minute) < 60 and (time := f"{hour:02d}:{minute}") not in found:
+            found.append(time)
+    return found
+
+
+def _asks_clock(spec: Mapping[str, Any]) -> bool:
+    return bool(_HH_MM.search(str(spec.get("description") or ""))) or spec.get("format") == "time"
+
+
+def _said_time(request: str, value: str, arguments: Mapping[str, Any]) -> str | None:
+    """The one time of day the request says, for a clock value it does not say; None when it says none or
+    several, or when another argument holds it already (a start time beside this end time)."""
+    said = said_clock_times(request)
+    if len(said) != 1 or value in said or _CLOCK.match(value.strip()) is None:
+        return None
+    held = {_clock(other) for other in arguments.values() if isinstance(other, str)}
+    return None if said[0] in held else said[0]
+
+
 def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str:
     kind = code_kind(name, spec)
     if kind is not None:
@@ -119,8 +165,10 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
     description = str(spec.get("description") or "")
     if comma_form(spec):
         value = _joined_place(value, request, spec)
-    if _HH_MM.search(description) or spec.get("format") == "time":
+    if _asks_clock(spec):
         value = _clock(value)
+    if (_DATE_ONLY.search(description) or spec.get("format") == "date") and (day := _DATE_WITH_TIME.match(value)):
+        value = day.group(1)
     if _NO_SPACES.search(description):
         value = re.sub(r"\s+", "", value)
     return value
@@ -151,6 +199,8 @@ def in_asked_form(request: str, schema: Mapping[str, Any], arguments: Mapping[st
             continue
         if isinstance(value, str) and value.strip():
             fixed[name] = _string(name, value, spec, request)
+            if _asks_clock(spec) and (said := _said_time(request, fixed[name], arguments)):
+                fixed[name] = said
         elif isinstance(value, (int, float)) and spec.get("type") in ("integer", "number"):
             fixed[name] = _number(value, spec, request)
     return fixed

@@ -66,6 +66,28 @@ def test_clock_times_are_written_as_hh_mm_and_spaces_are_removed_where_the_descr
     assert in_asked_form("x", schema, {"time": "7pm", "flight": "LH1"})["time"] == "19:00"
 
 
+def test_a_clock_time_the_request_does_not_say_becomes_the_one_it_says():
+    schema = _schema(
+        time={"type": "string", "description": "Reservation time in 24-hour HH:MM format."},
+        date={"type": "string", "description": "Date of the reservation, YYYY-MM-DD."},
+    )
+    request = "Book a table for 3 at Zuni Cafe on March 14th 2026 at 7:30 pm."
+    assert in_asked_form(request, schema, {"time": "15:30", "date": "2026-03-14 19:30"}) == {
+        "time": "19:30",
+        "date": "2026-03-14",
+    }
+    evening = in_asked_form("set an alarm for 6:45 in the evening", schema, {"time": "06:45"})
+    assert evening == {"time": "18:45"}
+    assert in_asked_form("meet at 14:00 or 3pm", schema, {"time": "10:00"}) == {"time": "10:00"}  # which one?
+    assert in_asked_form("lunch, no time given", schema, {"time": "12:00"}) == {"time": "12:00"}
+    both = _schema(start={"type": "string", "description": "Start, HH:MM."}, end=schema["properties"]["time"])
+    # the one time the request says is the start's: the end the model worked out stays
+    assert in_asked_form("from 1pm for two hours", both, {"start": "13:00", "end": "15:00"}) == {
+        "start": "13:00",
+        "end": "15:00",
+    }
+
+
 def test_a_percentage_becomes_a_decimal_only_where_the_description_asks_and_the_request_says_percent():
     rate = {"type": "number", "description": "The annual interest rate as a decimal, e.g. 0.05 for 5%."}
     schema = _schema(rate=rate, years={"type": "integer"})
