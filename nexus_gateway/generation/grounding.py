@@ -180,7 +180,24 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     if forms is not None:
         return any(occurs(form, request) for form in forms)
     text = str(item)
-    return occurs(text, request) or _in_slug(text, request) or _same_clock_time(text, request)
+    return (
+        occurs(text, request)
+        or _in_slug(text, request)
+        or _same_clock_time(text, request)
+        or _named_in_pieces(text, request, name)
+    )
+
+
+def _named_in_pieces(value: str, request: str, name: str) -> bool:
+    """`value` is a name (its parameter's name says so: `full_name`, `recipientName`) composed of proper nouns
+    the request gives apart: "her first name is Deborah and her last name is Okafor" grounds `Deborah Okafor`.
+    Each of its two to four words is capitalized and written so in the request."""
+    words = value.split()
+    return (
+        "name" in re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower().replace("_", " ").replace("-", " ").split()
+        and 2 <= len(words) <= 4
+        and all(word[:1].isupper() and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", request) for word in words)
+    )
 
 
 def _in_slug(value: str, request: str) -> bool:

@@ -39,6 +39,20 @@ def test_a_value_taken_from_the_request_is_supported_and_an_invented_one_is_not(
     assert (convert.supported, convert.free, convert.invented) == (1, 3, 2)
 
 
+def test_a_name_the_request_gives_in_pieces_is_supported_and_other_compositions_are_not():
+    schema = {
+        "type": "object",
+        "properties": {"recipient_account_name": {"type": "string"}, "memo": {"type": "string"}},
+        "required": ["recipient_account_name"],
+    }
+    request = "Move $850 to my landlord. Her first name is Deborah and her last name is Okafor."
+    assert ungrounded(request, schema, {"recipient_account_name": "Deborah Okafor"}) == []
+    assert ungrounded(request, schema, {"recipient_account_name": "Deborah Smith"}) == ["recipient_account_name"]
+    assert ungrounded(request, schema, {"recipient_account_name": "deborah okafor"}) == ["recipient_account_name"]
+    # a parameter that is no name: words of the request put together are no value it gives
+    assert ungrounded(request, schema, {"recipient_account_name": "Deborah Okafor", "memo": "Okafor Move"}) == ["memo"]
+
+
 def test_optional_arguments_enum_choices_and_booleans_are_not_counted():
     schema = {**CONVERT, "properties": {**CONVERT["properties"], "unit": {"enum": ["a", "b"]}}, "required": ["unit"]}
     assert grounding("convert it", schema, {"unit": "a", "note": "made up", "verbose": True}).free == 0
