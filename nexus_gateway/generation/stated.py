@@ -21,7 +21,9 @@ that carry more than their topic, and paths it gives in pieces.
                       "payments"; `attendees: ["Dentist"]` beside `title: "Dentist"`): it stays where the request
                       puts it (the argument whose name's words come just before it: "in namespace payments"),
                       else in the required one; a list loses the item another argument holds, and the items
-                      it repeats
+                      it repeats; a free string that ends with "to", "in", "on", ... and another argument's
+                      whole value loses that tail (`text: "Risks to /home/ana/plan.docx"` beside `filename:
+                      "/home/ana/plan.docx"`: `Risks`)
     directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
                       destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
                       out of each other's lists where the model put both in both
@@ -383,7 +385,7 @@ def one_place(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
         for name, value in arguments.items()
         if isinstance(value, str) and len(value.strip()) > 1 and _free(properties.get(name))
     }
-    fixed = dict(arguments)
+    fixed = _without_others_tails(arguments, properties)
     for name, value in arguments.items():
         if not isinstance(value, list) or not _free(_mapping(properties.get(name) or {}, "items")):
             continue
@@ -407,6 +409,26 @@ def one_place(request: str, schema: Mapping[str, Any], arguments: Mapping[str, A
         placed = {other for other in [name, *twins] if _placed(other, arguments[other], request)}
         if (placed and name not in placed) or (not placed and any(other in required for other in twins)):
             del fixed[name]
+    return fixed
+
+
+_JOINING = r"(?:to|in|into|on|onto|from|at|for|of|under|inside)"
+
+
+def _without_others_tails(arguments: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with each free string cut before a trailing "to X" (`_JOINING`) where X is another
+    argument's whole value: the model copied the request on past its own value into another's."""
+    fixed = dict(arguments)
+    for name, value in arguments.items():
+        if not isinstance(value, str) or not _free(properties.get(name)):
+            continue
+        for other, held in arguments.items():
+            if other == name or not isinstance(held, str) or len(held.strip()) < 2:
+                continue
+            tail = re.search(rf"\s+{_JOINING}\s+{re.escape(held.strip())}\s*$", value, re.IGNORECASE)
+            if tail and value[: tail.start()].strip():
+                fixed[name] = value[: tail.start()].strip()
+                break
     return fixed
 
 

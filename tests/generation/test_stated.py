@@ -250,3 +250,21 @@ def test_free_text_optionals_are_plain_strings_or_lists_of_them_with_no_format_e
         "required": ["title"],
     }
     assert free_text_optionals(schema) == ["body", "labels"]
+
+
+def test_a_value_copied_on_into_another_arguments_value_loses_that_tail():
+    schema = {
+        "type": "object",
+        "properties": {"filename": {"type": "string"}, "text": {"type": "string"}, "level": {"type": "integer"}},
+        "required": ["filename", "text"],
+    }
+    decoded = {
+        "filename": "/home/ana/docs/proposal.docx",
+        "text": "Risks and Mitigations to /home/ana/docs/proposal.docx",
+    }
+    request = "add a heading Risks and Mitigations to /home/ana/docs/proposal.docx"
+    assert one_place(request, schema, decoded) == {**decoded, "text": "Risks and Mitigations"}
+    kept = {"filename": "notes.txt", "text": "add notes.txt"}  # no joining word: the value is as the model wrote it
+    assert one_place("add notes.txt", schema, kept) == kept
+    whole = {"filename": "a.docx", "text": "to a.docx"}  # nothing would be left
+    assert one_place("write to a.docx", schema, whole) == whole
