@@ -103,6 +103,7 @@ DEV_DATA = Path(os.environ.get("NEXUS_DEV_DATA") or REPO.parent / "shared" / "da
 CATALOGS = [
     REPO / "nexus_gateway/evals/data/arguments/real_mcp/tools.json",
     REPO / "nexus_gateway/evals/data/arguments/bfcl_style/tools.json",
+    REPO / "nexus_gateway/evals/data/arguments/bfcl_fresh/tools.json",
     DEV_DATA / "real_servers/tools.json",
     DEV_DATA / "livemcpbench/tools.json",
 ]
