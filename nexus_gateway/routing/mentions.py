@@ -5,12 +5,11 @@
 A server is named when the request uses a word of its name (`server_words`: `npm-github` -> github,
 `chrome-devtools` -> chrome, devtool; packaging words such as npm, mcp and server say nothing) or the name of a
 product it serves (`product_words`: `py-atlassian` serves `jira_*` and `confluence_*` tools, and "a confluence
-page" names it), read as
-routing reads it (query.py: a file called like a server names it no more than its kind). A server's name is
-weak evidence as a field of every tool (it cost top-1 on the development sets: `bm25.LEXICAL_WEIGHTS`), but a
-request that names a server is strong evidence for that server's tools: retrieval adds `MENTION_BONUS` to
-their scores (`mention_bonus`), and `run` does not call a tool of another server than the ones named without
-asking (meta/run.py).
+page" names it), read as routing reads it (query.py: a file called like a server names it no more than its
+kind). A server's name is weak evidence as a field of every tool (it cost top-1 on the development sets:
+`bm25.LEXICAL_WEIGHTS`), but a request that names a server is strong evidence for that server's tools: retrieval
+adds `MENTION_BONUS` to their scores (`mention_bonus`), and `run` does not call a tool of another server than the
+ones named without asking (meta/run.py).
 """
 
 from __future__ import annotations
