@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import cli, write_labelled_set
 
@@ -32,23 +33,15 @@ CASES = [
 ]
 
 
+def _eval_routing(tools: Path, cases: Path, *options: str) -> Any:
+    """`eval routing` on a labelled set at N = 5 and 12 with the hashing embedder, and these options."""
+    command = ["eval", "routing", "--tools", str(tools), "--cases", str(cases), "--sizes", "5,12"]
+    return cli(*command, "--embedder", "hashing", *options, timeout=120)
+
+
 def test_eval_routing_writes_the_report_in_the_documented_format(tmp_path: Path):
     (tools, cases), out = write_labelled_set(tmp_path, TOOLS, CASES), tmp_path / "report.json"
-    result = cli(
-        "eval",
-        "routing",
-        "--tools",
-        str(tools),
-        "--cases",
-        str(cases),
-        "--sizes",
-        "5,12",
-        "--embedder",
-        "hashing",
-        "--json",
-        str(out),
-        timeout=120,
-    )
+    result = _eval_routing(tools, cases, "--json", str(out))
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
     assert report["n_cases"] == 6 and set(report["sizes"]) == {"5", "12"}
@@ -64,21 +57,7 @@ def test_eval_routing_details_say_where_each_right_tool_ranked(tmp_path: Path):
     One case is labelled with a tool its request does not name, so it must rank below another tool."""
     labelled = [*CASES, {"id": "off", "query": "please update my hotels for next week", "tool": "tool.books"}]
     (tools, cases), details = write_labelled_set(tmp_path, TOOLS, labelled), tmp_path / "details.jsonl"
-    result = cli(
-        "eval",
-        "routing",
-        "--tools",
-        str(tools),
-        "--cases",
-        str(cases),
-        "--sizes",
-        "5,12",
-        "--embedder",
-        "hashing",
-        "--details",
-        str(details),
-        timeout=120,
-    )
+    result = _eval_routing(tools, cases, "--details", str(details))
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in details.read_text().splitlines()]
     assert len(rows) == 2 * len(labelled) and {row["size"] for row in rows} == {5, 12}
