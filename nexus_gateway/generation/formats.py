@@ -18,8 +18,13 @@ parameter's own schema or description states it:
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
     percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
                    writes "4%"
-    durations      the request's one duration in the unit the description names (`5 minutes` -> 300 for
-                   "in seconds")
+
+`as_said` runs first, before grounding drops what the request does not say (dates.py, durations.py):
+
+    said dates     a date the request writes out (`21st of November 2026`) in the form the parameter asks for
+                   (`2026-11-21`, `11/21/2026`), also in place of a date the model half wrote (`2026-`)
+    durations      the request's one duration in the unit the parameter takes, by its name or description
+                   (`5 minutes` -> 300 for "in seconds", `3 minutes` -> 180000 for `timeout_ms`)
 
 `quantity_echoes` names the optional strings that only repeat a quantity another argument already holds
 (`label: "5 minutes"` beside `duration: 300`): left out like any other value the request did not give.
@@ -32,6 +37,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from nexus_gateway.generation.codes import STATE_WORDS, code_for, code_kind, comma_form, wants_state_code
+from nexus_gateway.generation.dates import asked_form, bound, bound_of, read_date, said_dates, written
+from nexus_gateway.generation.durations import asked_unit, in_unit, said_durations, said_in_unit
 
 _FIXED = ("enum", "const")
 _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
@@ -50,41 +57,12 @@ _DATE_ONLY = re.compile(r"\bYYYY-MM-DD\b(?![ T]?(?:HH|hh))")
 _DATE_WITH_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T]\d{1,2}:\d{2}(?::\d{2})?$")
 _NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
 _DECIMAL = re.compile(r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|\d?\.\d+ for \d+(?:\.\d+)? ?%)", re.I)
-_SECONDS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
-_UNIT_WORDS = {
-    "ms": "millisecond",
-    "msec": "millisecond",
-    "sec": "second",
-    "secs": "second",
-    "s": "second",
-    "min": "minute",
-    "mins": "minute",
-    "hr": "hour",
-    "hrs": "hour",
-    "h": "hour",
-}
-_DURATION = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(milliseconds?|ms|msec|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b",
-    re.IGNORECASE,
-)
-_IN_UNIT = re.compile(r"\b(?:in|as)\s+(milliseconds|seconds|minutes|hours|days|weeks)\b", re.IGNORECASE)
 _QUANTITY = re.compile(r"^\$?\s*(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+)?$")
 
 
 def _mapping(spec: Any, key: str) -> Mapping[str, Any]:
     value = spec.get(key) if isinstance(spec, Mapping) else None
     return value if isinstance(value, Mapping) else {}
-
-
-def _unit(word: str) -> str:
-    word = word.lower()
-    word = _UNIT_WORDS.get(word, word)
-    return word[:-1] if word.endswith("s") and word[:-1] in _SECONDS else word
-
-
-def _durations(request: str) -> list[float]:
-    """Every duration the request states, in seconds."""
-    return [float(number) * _SECONDS[_unit(unit)] for number, unit in _DURATION.findall(request)]
 
 
 def _number_text(value: float) -> str:
@@ -180,13 +158,62 @@ def _number(value: float, spec: Mapping[str, Any], request: str) -> float:
         written = _number_text(value)
         if re.search(r"(?<![\d.])" + re.escape(written) + r"\s*(?:%|percent\b)", request, re.IGNORECASE):
             return round(value / 100, 10)
-    unit = _IN_UNIT.search(description)
-    durations = set(_durations(request))
-    if unit and len(durations) == 1:
-        converted = durations.pop() / _SECONDS[_unit(unit.group(1))]
-        if converted != value and (spec.get("type") != "integer" or converted.is_integer()):
-            return int(converted) if converted.is_integer() else converted
     return value
+
+
+def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with the dates and durations the request says put in place of what the model made of them
+    (run before grounding drops what the request does not say, so a right value the model half wrote is kept):
+
+    a date in the form the parameter asks for (`asked_form`): `2026-06-05` -> `06/05/2026` for "MM/DD/YYYY";
+    a date the request does not say (`2026-`, a made-up day) -> the one date it says that no other argument
+    holds; a number in the unit its parameter takes (`asked_unit`) -> the one duration the request says, in
+    that unit (`3000` -> `180000` for `timeout_ms` and "3 minutes", `30` -> `360` for `term_months` and "30
+    years"); and the one date the request says that nothing holds, in the date parameter left unfilled that
+    can hold it (`_placed_date`)."""
+    properties = _mapping(schema, "properties")
+    fixed = dict(arguments)
+    said = said_dates(request)
+    for name, value in arguments.items():
+        spec = _mapping(properties, name)
+        form = asked_form(spec)
+        if form and isinstance(value, str) and said:
+            day = next((day for day in read_date(value) if day in said), None)
+            if day is None:
+                held = {day for other, given in fixed.items() if other != name for day in _dates_of(given)}
+                free = [day for day in said if day not in held]
+                day = free[0] if len(free) == 1 else None
+            if day is not None:
+                fixed[name] = written(day, form)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and (unit := asked_unit(name, spec)):
+            durations = said_in_unit(request, unit)
+            if len(durations) == 1 and durations[0] != value:
+                converted = durations[0]
+                if spec.get("type") != "integer" or float(converted).is_integer():
+                    fixed[name] = int(converted) if float(converted).is_integer() else converted
+    return _placed_date(request, properties, fixed)
+
+
+def _placed_date(request: str, properties: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` with the one date the request says that no argument holds given to the one date parameter
+    left unfilled that can hold it: the tool's only one, or the end of a range the request puts it at ("since
+    Jan 5th 2026": `start_date`, not `end_date`)."""
+    held = {day for value in arguments.values() for day in _dates_of(value)}
+    free = [day for day in said_dates(request) if day not in held]
+    dated = {name: form for name, spec in properties.items() if (form := asked_form(_mapping(properties, name)))}
+    if len(free) != 1 or not dated:
+        return arguments
+    unfilled = [name for name in dated if name not in arguments]
+    if len(dated) > 1:
+        end = bound(request, free[0])
+        unfilled = [name for name in unfilled if end is not None and bound_of(name) == end]
+    if len(unfilled) == 1:
+        arguments = {**arguments, unfilled[0]: written(free[0], dated[unfilled[0]])}
+    return arguments
+
+
+def _dates_of(value: Any) -> list[Any]:
+    return read_date(value) if isinstance(value, str) else []
 
 
 def in_asked_form(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,7 +235,7 @@ def in_asked_form(request: str, schema: Mapping[str, Any], arguments: Mapping[st
 
 def quantity_echoes(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
     """Optional free strings whose whole value is a quantity of the request ("5 minutes", "$20") that a
-    numeric argument already holds (as written, or as a duration in the unit its description names)."""
+    numeric argument already holds (as written, or as a duration in the unit that argument takes)."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     numbers = {
@@ -223,11 +250,11 @@ def quantity_echoes(request: str, schema: Mapping[str, Any], arguments: Mapping[
         if name in required or match is None or any(key in spec for key in _FIXED) or not numbers:
             continue
         held = {float(match.group(1))}
-        if match.group(2) and _DURATION.fullmatch(value.strip()):
-            for other in numbers:
-                unit = _IN_UNIT.search(str(_mapping(properties, other).get("description") or ""))
-                if unit:
-                    held.add(_durations(value)[0] / _SECONDS[_unit(unit.group(1))])
+        durations = said_durations(value) if match.group(2) else []
+        for other in numbers if len(durations) == 1 else ():
+            unit = asked_unit(other, _mapping(properties, other))
+            converted = in_unit(durations[0], unit) if unit else None
+            held |= {converted} if converted is not None else set()
         if any(float(number) in held for number in numbers.values()) and value.strip() in request:
             echoes.append(name)
     return echoes

@@ -36,7 +36,7 @@ from nexus_gateway.engine import CLOSING_TOKENS, DRAFT_TOKENS, Decoded, Decoding
 from nexus_gateway.errors import ConfigError, GrammarRejected
 from nexus_gateway.generation.domains import zones_as_stated
 from nexus_gateway.generation.facts import missing_facts
-from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
+from nexus_gateway.generation.formats import as_said, in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
@@ -346,13 +346,14 @@ def _without(schema: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
 def _grounded(
     query: str, schema: dict[str, Any], arguments: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
-    """The decoded arguments written as the request writes them, without the optional values and choices it
-    never gave (grounding.py, stated.py), in the forms their descriptions ask for (formats.py), query values
-    cut to their topic, file names joined to the folder the request names; and the names of the arguments
-    left out."""
+    """The decoded arguments written as the request writes them, with its dates and durations as it says them,
+    without the optional values and choices it never gave (grounding.py, stated.py), in the forms their
+    descriptions ask for (formats.py), query values cut to their topic, file names joined to the folder the
+    request names; and the names of the arguments left out."""
     if not arguments:
         return arguments, ()
-    arguments = zones_as_stated(query, schema, stated_choices(query, schema, as_written(query, schema, arguments)))
+    arguments = as_said(query, schema, as_written(query, schema, arguments))
+    arguments = zones_as_stated(query, schema, stated_choices(query, schema, arguments))
     arguments = directed(query, schema, one_place(query, schema, arguments))
     dropped = tuple(invented_optional(query, schema, arguments))
     dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)

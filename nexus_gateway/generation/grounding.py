@@ -39,7 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nexus_gateway.generation.dates import read_date, said_dates
 from nexus_gateway.generation.domains import spoken_forms, time_zones
+from nexus_gateway.generation.durations import asked_unit, said_in_unit
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
 _GLUED_AFTER = r"(?![\w/\\~@-]|\.\w)"
@@ -175,7 +177,10 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
     if isinstance(item, (int, float)):
         written = {repr(item), str(int(item))} if isinstance(item, float) and item.is_integer() else {repr(item)}
         numbers = _CELL_RANGE.sub(" ", request)  # the 1 of `A1:F500` is a cell's, not a count or a row
-        return any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", numbers) for form in written)
+        if any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", numbers) for form in written):
+            return True
+        unit = asked_unit(name, spec)  # 180000 for `timeout_ms` is "3 minutes"
+        return unit is not None and float(item) in said_in_unit(request, unit)
     forms = spoken_forms(name, spec, str(item))
     if forms is not None:
         return any(occurs(form, request) for form in forms)
@@ -184,6 +189,7 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         occurs(text, request)
         or _in_slug(text, request)
         or _same_clock_time(text, request)
+        or not set(read_date(text)).isdisjoint(said_dates(request))
         or _named_in_pieces(text, request, name)
     )
 

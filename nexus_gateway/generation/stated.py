@@ -16,7 +16,8 @@ that carry more than their topic, and paths it gives in pieces.
     topic_only        a query-like value (`query`, `q`, `topic`, `keywords`, `search...`) without the
                       request's instruction words ("find the latest news about") and without a constraint
                       another argument already carries ("... in the US" when `country` is `US`, "... from
-                      the past week" when `time_range` is `week`, "... under $100" when `max_price` is 100)
+                      the past week" when `time_range` is `week`, "... under $100" when `max_price` is 100,
+                      "... since Jan 5th 2026" when `start_date` is `2026-01-05`)
     one_place         one value of the request put into two arguments (`namespace` and `name` both
                       "payments"; `attendees: ["Dentist"]` beside `title: "Dentist"`): it stays where the request
                       puts it (the argument whose name's words come just before it: "in namespace payments"),
@@ -41,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nexus_gateway.generation.codes import unit_words
+from nexus_gateway.generation.dates import date_spans, read_date
 from nexus_gateway.generation.domains import has_domain
 
 _STEM = 4
@@ -305,9 +307,32 @@ def topic_only(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[
             elif other != name and isinstance(given, (int, float)) and not isinstance(given, bool):
                 number = re.escape(str(int(given)) if float(given).is_integer() else str(given))
                 topic = re.sub(_BOUND.format(value=number), "", topic, flags=re.IGNORECASE)
+        topic = _without_held_date(topic, arguments, name)
         if topic.strip() and topic != value:
             fixed[name] = topic.strip()
     return fixed
+
+
+_DATE_CUE = re.compile(
+    r"(?:\s*,|\s+(?:(?:published|posted|released|written|dated|created)\s+)?(?:since|after|from|before|until|till"
+    r"|on|as\s+of)(?:\s+the)?)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _without_held_date(topic: str, arguments: Mapping[str, Any], name: str) -> str:
+    """`topic` without a date at its end that another argument holds ("... published since Jan 5th 2026" when
+    `start_date` is `2026-01-05`), and the words that lead to it."""
+    spans = date_spans(topic)
+    if not spans or topic[spans[-1][1] :].strip(" .?!"):
+        return topic
+    start, _, day = spans[-1]
+    others = [value for other, value in arguments.items() if other != name and isinstance(value, str)]
+    held = {d for value in others for d in read_date(value)}
+    if day not in held:
+        return topic
+    kept = _DATE_CUE.sub("", topic[:start])
+    return kept if kept.strip() else topic
 
 
 _PATH_NAMES = re.compile(r"(path|file|filename|destination|target|output)", re.IGNORECASE)

@@ -1,7 +1,7 @@
 """Values rewritten in the form their parameter's description asks for (formats.py, codes.py). No model."""
 
 from nexus_gateway.generation.domains import spoken_forms
-from nexus_gateway.generation.formats import in_asked_form, quantity_echoes
+from nexus_gateway.generation.formats import as_said, in_asked_form, quantity_echoes
 from nexus_gateway.generation.generator import _grounded
 from nexus_gateway.generation.grounding import ungrounded
 
@@ -98,10 +98,59 @@ def test_a_percentage_becomes_a_decimal_only_where_the_description_asks_and_the_
 
 def test_the_requests_one_duration_is_written_in_the_unit_the_description_names():
     schema = _schema(["duration"], duration={"type": "integer", "description": "Duration in seconds."}, label={})
-    assert in_asked_form("Set a timer for 5 minutes", schema, {"duration": 30}) == {"duration": 300}
-    assert in_asked_form("Set a timer for 90 seconds", schema, {"duration": 90}) == {"duration": 90}
+    assert as_said("Set a timer for 5 minutes", schema, {"duration": 30}) == {"duration": 300}
+    assert as_said("Set a timer for 90 seconds", schema, {"duration": 90}) == {"duration": 90}
     both = "5 minutes then 30 seconds"
-    assert in_asked_form(both, schema, {"duration": 30}) == {"duration": 30}
+    assert as_said(both, schema, {"duration": 30}) == {"duration": 30}
+
+
+def test_a_duration_said_in_words_is_written_in_the_unit_the_parameters_name_takes():
+    schema = _schema(["timeout_ms", "duration_minutes", "term_months"])
+    for name in ("timeout_ms", "duration_minutes", "term_months"):
+        schema["properties"][name] = {"type": "integer"}
+    assert as_said("give it up to 3 minutes", schema, {"timeout_ms": 3000}) == {"timeout_ms": 180000}
+    assert as_said("block 2 and a half hours", schema, {"duration_minutes": 120}) == {"duration_minutes": 150}
+    assert as_said("an hour and a half", schema, {"duration_minutes": 1}) == {"duration_minutes": 90}
+    assert as_said("a mortgage over 30 years", schema, {"term_months": 30}) == {"term_months": 360}
+    assert as_said("3 items please", schema, {"term_months": 3}) == {"term_months": 3}  # no duration said
+
+
+def test_a_converted_duration_is_grounded_and_kept():
+    schema = _schema([], timeout_ms={"type": "integer"}, command={"type": "string"})
+    request = "run `make` and give it 2 minutes"
+    arguments, dropped = _grounded(request, schema, {"command": "make", "timeout_ms": 2000})
+    assert arguments == {"command": "make", "timeout_ms": 120000} and dropped == ()
+
+
+DATE = {"type": "string", "description": "Date of the event, YYYY-MM-DD."}
+
+
+def test_a_date_the_request_writes_out_is_put_in_the_form_the_parameter_asks_for():
+    us = {"type": "string", "description": "Check-in date in MM/DD/YYYY format."}
+    schema = _schema([], date=DATE, check_in=us)
+    request = "concerts on the 21st of November 2026, and check in 2026-06-05"
+    fixed = as_said(request, schema, {"date": "2026-", "check_in": "2026-06-05"})
+    assert fixed == {"date": "2026-11-21", "check_in": "06/05/2026"}
+    one = _schema([], date=DATE)  # a half-written date, grounded once it is the one the request says
+    request = "any concerts on the 21st of November 2026?"
+    assert _grounded(request, one, {"date": "2026-"}) == ({"date": "2026-11-21"}, ())
+
+
+def test_a_date_is_placed_at_the_end_of_the_range_the_request_puts_it():
+    schema = _schema(
+        ["query"], query={"type": "string"}, start_date={**DATE, "default": ""}, end_date={**DATE, "default": ""}
+    )
+    request = "any news on EU AI Act enforcement published since Jan 5th 2026?"
+    arguments, _ = _grounded(request, schema, {"query": "EU AI Act enforcement published since Jan 5th 2026"})
+    assert arguments == {"query": "EU AI Act enforcement", "start_date": "2026-01-05"}
+    assert "end_date" in _grounded("news until Jan 5th 2026", schema, {"query": "news"})[0]
+    two = "news between 2026-01-05 and 2026-02-01"  # two dates, neither placed: left to the model
+    assert _grounded(two, schema, {"query": "news"})[0] == {"query": "news"}
+
+
+def test_a_date_without_a_year_is_not_read():
+    schema = _schema([], date=DATE)
+    assert as_said("dinner on June 5th", schema, {"date": "2026-06-"}) == {"date": "2026-06-"}
 
 
 def test_an_optional_string_that_only_repeats_a_quantity_another_argument_holds_is_left_out():
