@@ -412,6 +412,13 @@ def eval_arguments(
         int | None,
         typer.Option(min=0, help="Tokens drafted ahead of each decoding pass (0: a token a pass; default 1)."),
     ] = None,
+    paraphrase: Annotated[
+        bool,
+        typer.Option(
+            "--paraphrase/--no-paraphrase",
+            help="Read enum choices the request names in other words, with the default embedder (paraphrase.py).",
+        ),
+    ] = True,
     backend: Annotated[
         str, typer.Option(help="local | openai: the model in this process, or on an inference server (--base-url).")
     ] = "local",
@@ -462,6 +469,7 @@ def eval_arguments(
                     progress=advance,
                     copy_bias=copy_bias,
                     draft_tokens=draft_tokens,
+                    paraphrase=paraphrase,
                 )
             )
 

@@ -14,13 +14,14 @@ model the answers. The report's `depth` is the number of tokens they took (`dept
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.config import ToolForm
@@ -33,7 +34,11 @@ from nexus_gateway.engine.worker import LocalEngine
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case, arguments_match, tool_records, value_matches
 from nexus_gateway.generation.generator import COPY_BIAS, ArgumentGenerator, Generated
+from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.rerank import Reranker
+
+if TYPE_CHECKING:
+    from nexus_gateway.routing.embedders import Embedder
 
 Progress = Callable[[int, int], None]
 
@@ -120,6 +125,13 @@ Router = Callable[[str], tuple[list[tuple[str, float]], bool]]
 """A request -> the best tools' names and scores (best first), and whether the first clears the margin gate."""
 
 
+@functools.cache
+def _default_embedder() -> Embedder:
+    from nexus_gateway.routing.embedders import make_embedder
+
+    return make_embedder("default")
+
+
 def _router(records: Sequence[ToolRecord], k: int) -> Router:
     from nexus_gateway.routing import gate
     from nexus_gateway.routing.hybrid import build_retriever
@@ -183,6 +195,7 @@ async def evaluate_arguments(
     progress: Progress | None = None,
     copy_bias: float | None = None,
     draft_tokens: int | None = None,
+    paraphrase: bool = True,
 ) -> tuple[dict[str, Any], list[Outcome]]:
     records = tool_records(tools)
     unknown = sorted({case.tool for case in cases} - set(records))
@@ -199,6 +212,7 @@ async def evaluate_arguments(
             mode=mode,
             copy_bias=COPY_BIAS if copy_bias is None else copy_bias,
             draft_tokens=DRAFT_TOKENS if draft_tokens is None else draft_tokens,
+            choices=ParaphrasedChoices(_default_embedder) if paraphrase else None,
         )
         reranker = Reranker(engine, k=rerank) if rerank else None
         session = await engine.open_session()
@@ -235,6 +249,7 @@ async def evaluate_arguments(
         "missing": sum(bool(o.generated.missing) for o in outcomes),
         "copy_bias": generator.copy_bias,
         "draft_tokens": generator.draft_tokens,
+        "paraphrase": generator.choices is not None,
         "passes": sum(o.generated.passes for o in outcomes),
         "tokens": sum(o.generated.n_tokens for o in outcomes),
         "total_ms_sum": round(sum(o.generated.total_ms for o in outcomes), 1),

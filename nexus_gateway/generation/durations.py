@@ -39,8 +39,8 @@ _SPELLINGS = {
 _NUMBER_WORDS = {
     word: float(number)
     for number, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split(),
-        start=0,  # noqa: SIM905
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"],
+        start=0,
     )
 } | {"a": 1.0, "an": 1.0, "a couple of": 2.0, "a few": 3.0, "fifteen": 15.0, "twenty": 20.0, "thirty": 30.0}
 _UNIT = (

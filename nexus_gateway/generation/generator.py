@@ -14,7 +14,8 @@ compiled first.
 
 Decoding is greedy under a grammar built from the tool's JSON Schema (grammar.py), without the optional
 parameters the request can give no value of (stated.py's `unstatable`: they would be left out after
-decoding anyway), and an optional free-text value is closed as soon as it stops copying the request
+decoding anyway; an enum whose choice the request names in other words, paraphrase.py, is given that choice
+after decoding), and an optional free-text value is closed as soon as it stops copying the request
 (`Decoding.copied_only`). The text parses and, for the schemas the grammar expresses, validates;
 it is checked with jsonschema all the same. What fails is mended without guessing (repair.py: a value in
 its type's other spelling, a required default, an invalid optional value left out), and re-decoded once
@@ -29,6 +30,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+import anyio
+
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.catalog.validation import schema_problems
 from nexus_gateway.config import ToolForm
@@ -39,6 +42,7 @@ from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.formats import as_said, in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
 from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
+from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import (
     composed_paths,
@@ -154,13 +158,16 @@ class ArgumentGenerator:
         copy_bias: float = COPY_BIAS,
         cold: ToolForm | None = None,
         draft_tokens: int = DRAFT_TOKENS,
+        choices: ParaphrasedChoices | None = None,
     ) -> None:
+        """`choices`: reads the enum choices a request names in other words (paraphrase.py); None reads none."""
         self.engine = engine
         self.mode = check_mode(mode)
         self.cold = check_mode(cold) if cold is not None else None
         """Splice mode: how a tool whose full schema would be prefilled is shown (None: compile its block first)."""
         self.max_tokens = max_tokens
         self.copy_bias = copy_bias
+        self.choices = choices
         self.draft_tokens = draft_tokens
         """Tokens drafted ahead of each decoding step (engine/lookahead.py): fewer passes, the same arguments."""
         self._plans: dict[str, GrammarPlan] = {}
@@ -259,7 +266,8 @@ class ArgumentGenerator:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
-        unfillable = unstatable(query, record.input_schema)
+        said = await anyio.to_thread.run_sync(self.choices.said, query, record.input_schema) if self.choices else {}
+        unfillable = unstatable(query, record.input_schema)  # a choice `said` names is given after decoding
         if narrowed:
             plan = grammar_for(_without(narrowed_schema(record.input_schema, narrowed), unfillable))
         else:
@@ -270,7 +278,7 @@ class ArgumentGenerator:
             keep = not narrowed and not unfillable  # a looser grammar found for the whole schema is the tool's
             plan, how, decoded = await self._decode(session, record, query, plan, how, keep=keep)
         schema, key = record.input_schema, record.content_hash or None
-        arguments, dropped = _grounded(query, schema, parse_object(decoded.text))
+        arguments, dropped = _grounded(query, schema, parse_object(decoded.text), said)
         problems = self._problems(schema, arguments, key, how.max_tokens)
         repaired: list[str] = []
         retries = 0
@@ -280,7 +288,7 @@ class ArgumentGenerator:
         if problems and not plan.empty:  # once more, told what was wrong
             retries = 1
             again = await self.engine.decode_arguments(session, record, query + retry_note(problems, decoded.text), how)
-            second, second_dropped = _grounded(query, schema, parse_object(again.text))
+            second, second_dropped = _grounded(query, schema, parse_object(again.text), said)
             if second is not None:
                 second, steps = _mended(schema, second, ["retried"])
                 second_problems = self._problems(schema, second, key, how.max_tokens)
@@ -322,7 +330,7 @@ class ArgumentGenerator:
             missing=tuple(missing_facts(schema, arguments, invented)) if arguments else (),
             repaired=tuple(repaired),
             retries=retries,
-            unstated=tuple(sorted(unfillable)),
+            unstated=tuple(sorted(set(unfillable) - set(said))),
             cut=decoded.cut,
         )
 
@@ -344,19 +352,21 @@ def _without(schema: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
 
 
 def _grounded(
-    query: str, schema: dict[str, Any], arguments: dict[str, Any] | None
+    query: str, schema: dict[str, Any], arguments: dict[str, Any] | None, said: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
     """The decoded arguments written as the request writes them, with its dates and durations as it says them,
     without the optional values and choices it never gave (grounding.py, stated.py), in the forms their
     descriptions ask for (formats.py), query values cut to their topic, file names joined to the folder the
-    request names; and the names of the arguments left out."""
+    request names, the choices it names in other words (`said`: paraphrase.py) given; and the names of the
+    arguments left out."""
     if not arguments:
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
-    arguments = zones_as_stated(query, schema, stated_choices(query, schema, arguments))
+    arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
     arguments = directed(query, schema, one_place(query, schema, arguments))
     dropped = tuple(invented_optional(query, schema, arguments))
-    dropped += tuple(name for name in unstated_choices(query, schema, arguments) if name not in dropped)
+    unstated = (name for name in unstated_choices(query, schema, arguments) if name not in (said or {}))
+    dropped += tuple(name for name in unstated if name not in dropped)
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})
     echoed = tuple(quantity_echoes(query, schema, kept))
     kept = {name: value for name, value in kept.items() if name not in echoed}

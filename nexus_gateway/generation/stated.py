@@ -96,13 +96,13 @@ def unstated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping
             if not _stated(words, request_words):
                 unstated.append(name)
         elif isinstance(spec.get("enum"), list) and isinstance(value, (str, int, float)):
-            if not _choice_stated(value, request, request_words):
+            if not choice_stated(value, request, request_words):
                 unstated.append(name)
         elif (
             isinstance(value, list)
             and value
             and isinstance(_mapping(spec, "items").get("enum"), list)
-            and not any(_choice_stated(item, request, request_words) for item in value)
+            and not any(choice_stated(item, request, request_words) for item in value)
         ):
             unstated.append(name)  # a list of choices none of which the request names (`repeat: [Mon, ..., Sun]`)
     return unstated
@@ -133,7 +133,7 @@ def unstatable(request: str, schema: Mapping[str, Any]) -> list[str]:
         if kind == "array":
             choices = _mapping(spec, "items").get("enum")
         if isinstance(choices, list):
-            stated = any(_choice_stated(choice, request, request_words) for choice in choices)
+            stated = any(choice_stated(choice, request, request_words) for choice in choices)
             if not stated and not (_ANY_CUE.search(request) and any(str(c).lower() in _WILDCARDS for c in choices)):
                 unfillable.append(name)
         elif kind in ("integer", "number"):
@@ -175,7 +175,12 @@ _SHAPE_IN_REQUEST = {
 """Anything in a request that could be an e-mail address or a URL (a host name included), loosely."""
 
 
-def _choice_stated(value: Any, request: str, request_words: list[str]) -> bool:
+def request_words(request: str) -> list[str]:
+    """The request's words as `choice_stated` compares them (lower case, camel case and `_` split)."""
+    return _words(request)
+
+
+def choice_stated(value: Any, request: str, request_words: list[str]) -> bool:
     """The request names enum value `value`: its words, the value as a phrase, or the unit it abbreviates
     (`C` for "21 degrees celsius")."""
     return isinstance(value, (str, int, float)) and (
@@ -189,9 +194,12 @@ def _named_choice(value: str, request: str) -> bool:
 
 
 def _named(value: str, request: str) -> bool:
-    """`value` is in the request as a whole word or phrase (case aside)."""
+    """`value` is in the request as a whole word or phrase (case aside, and a hyphen inside a word: "3-D" says
+    `3d`)."""
     value = value.strip()
-    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", request, re.IGNORECASE) is not None
+    pattern = rf"(?<!\w){re.escape(value)}(?!\w)"
+    unhyphened = re.sub(r"(?<=\w)-(?=\w)", "", request)
+    return bool(value) and any(re.search(pattern, text, re.IGNORECASE) for text in (request, unhyphened))
 
 
 _WILDCARDS = ("dontcare", "dont_care", "don't care", "any", "all", "either", "no preference")
@@ -229,7 +237,7 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             switched = _switch(name, request)
             if switched is not None:
                 fixed[name] = switched
-        elif isinstance(choices, list) and isinstance(value, str) and not _choice_stated(value, request, request_words):
+        elif isinstance(choices, list) and isinstance(value, str) and not choice_stated(value, request, request_words):
             named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
             wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]
             if len(named) == 1:

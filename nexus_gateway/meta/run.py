@@ -46,11 +46,13 @@ from nexus_gateway.errors import NexusError
 from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding, ignores_request, narrowing, stated_values
+from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate, operations
 from nexus_gateway.routing.mentions import catalog_products, named_servers, operation_words
+from nexus_gateway.routing.retriever import HasEmbedder
 from nexus_gateway.routing.specs import DEFAULT_SPEC
 
 logger = logging.getLogger(__name__)
@@ -223,7 +225,11 @@ class Runner:
                 self._engine = engine
                 room = settings.n_ctx // settings.sessions - 256
                 self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
-                self._generator = ArgumentGenerator(engine, mode=self.settings.run_mode, cold="signature")
+                retriever = self.gateway.retriever
+                choices = ParaphrasedChoices(lambda: retriever.embedder if isinstance(retriever, HasEmbedder) else None)
+                self._generator = ArgumentGenerator(
+                    engine, mode=self.settings.run_mode, cold="signature", choices=choices
+                )
                 self._reranker = Reranker(engine, k=self.settings.rerank_k)
                 self.warmer.attach(engine, self._generator)
                 self.gateway.start_soon(self.warmer.run, name="block-warmer")

@@ -85,6 +85,10 @@ class HybridRetriever:
             logger.info("loaded %d tool vectors from %s", len(self.slb), index_path)
             self.slb.sync([], [])  # remembered, not searchable: what is searchable is what `index` was given
 
+    @property
+    def embedder(self) -> Embedder:
+        return self.slb.embedder
+
     def use_examples(self, examples: UsageExamples) -> None:
         """Index these example requests (by tool content hash) beside their tools from the next `index` on."""
         with self._lock:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.routing.retriever import Hit, IndexProgress, Retriever, TakesExamples
+from nexus_gateway.routing.retriever import HasEmbedder, Hit, IndexProgress, Retriever, TakesExamples
 
 if TYPE_CHECKING:
+    from nexus_gateway.routing.embedders import Embedder
     from nexus_gateway.routing.fusion import FusionMethod  # fusion.py imports numpy
     from nexus_gateway.state import Blobs
 
@@ -48,6 +49,12 @@ class LazyRetriever:
     def built(self) -> Retriever | None:
         """The configured retriever once the first `index` or `search` has built it."""
         return self._built
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The built retriever's embedder; None before it is built, or when it has none (`bm25`)."""
+        built = self._built
+        return built.embedder if isinstance(built, HasEmbedder) else None
 
     def load(self) -> Retriever:
         """The configured retriever, built now if it is not yet (blocking: call it in a worker thread)."""

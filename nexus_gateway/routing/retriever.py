@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from nexus_gateway.catalog import ToolRecord
+
+if TYPE_CHECKING:
+    from nexus_gateway.routing.embedders import Embedder
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,15 @@ class TakesExamples(Protocol):
     def use_examples(self, examples: Mapping[str, Sequence[str]]) -> None:
         """Index these example requests (by tool content hash) from the next `index` on."""
         ...
+
+
+@runtime_checkable
+class HasEmbedder(Protocol):
+    """A retriever with a text embedder that others may use too (generation/paraphrase.py): None while it is
+    not loaded."""
+
+    @property
+    def embedder(self) -> Embedder | None: ...
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
