@@ -67,6 +67,14 @@ def test_the_one_enum_value_the_request_names_replaces_one_it_does_not():
     assert fixed["category"] == "Thai"  # nothing else named, and no "any": the model's choice stays
 
 
+def test_a_choice_written_with_a_hyphen_inside_it_is_named():
+    assert (
+        stated_choices("an animated movie in 3-D", PLACES, {"category": "Thai", "show_type": "regular"})["show_type"]
+        == "3d"
+    )
+    assert "show_type" in unstatable("a movie in 2-D", PLACES)  # "2d" is no choice of it
+
+
 def test_a_required_choice_the_request_leaves_open_becomes_the_wildcard_only_when_it_says_any_will_do():
     assert stated_choices("Any restaurant in San Jose is fine", PLACES, {"category": "Italian"}) == {
         "category": "dontcare"
