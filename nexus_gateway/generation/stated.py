@@ -29,8 +29,11 @@ that carry more than their topic, and paths it gives in pieces.
                       destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
                       out of each other's lists where the model put both in both
     composed_paths    a path-like value that is a bare file name the request places in a folder it names
-                      ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`), or that folder alone where
-                      the request names one file in it that no other argument holds
+                      ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`; "as q3.csv in the same
+                      folder" as the one file path it names), or that folder alone where the request names
+                      one file in it that no other argument holds; and two path-like arguments holding the
+                      request's two folders alone, where it names one file ("move report.pdf from /a into
+                      /b": `/a/report.pdf`, `/b/report.pdf`)
 
 Each only ever removes words or joins pieces the request holds; none adds a value of its own.
 """
@@ -374,8 +377,12 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             ]
             if len(set(files)) == 1:
                 fixed[name] = files[0]
-    folders = [match.group(1) for match in _FOLDER.finditer(request)]
-    folders = [folder for folder in folders if not _FILE_NAME.match(folder.rsplit("/", 1)[-1])]
+    paths = [match.group(1) for match in _FOLDER.finditer(request)]
+    folders = [folder for folder in paths if not _FILE_NAME.match(folder.rsplit("/", 1)[-1])]
+    if not folders and _SAME_FOLDER.search(request) and len(set(paths)) == 1:
+        folders = [paths[0].rsplit("/", 1)[0] or "/"]  # "... as sales.csv in the same folder" as /srv/q3.xlsx
+    elif len(set(folders)) == 2:
+        return _moved_file(request, properties, fixed, list(dict.fromkeys(folders)))
     if len(set(folders)) != 1:
         return fixed
     folder = folders[0]
@@ -393,6 +400,28 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             if len(files) == 1:
                 fixed[name] = f"{folder.rstrip('/')}/{files[0]}"
     return fixed
+
+
+_SAME_FOLDER = re.compile(r"\b(?:(?:in|into|to)\s+the\s+same\s+(?:folder|directory|dir|place)|next\s+to\s+it)\b", re.I)
+
+
+def _moved_file(
+    request: str, properties: Mapping[str, Any], arguments: dict[str, Any], folders: list[str]
+) -> dict[str, Any]:
+    """`arguments` with the one file the request names joined to each of its two folders, where two path-like
+    arguments hold those folders alone ("move report.pdf from /a into /b": `source` `/a/report.pdf`,
+    `destination` `/b/report.pdf`)."""
+    files = _file_names(request, arguments)
+    holding = {
+        name: value.rstrip("/")
+        for name, value in arguments.items()
+        if isinstance(value, str)
+        and value.rstrip("/") in {folder.rstrip("/") for folder in folders}
+        and (_role(name) or _PATH_NAMES.search(f"{name} {_mapping(properties, name).get('description') or ''}"))
+    }
+    if len(files) != 1 or len(set(holding.values())) != 2:
+        return arguments
+    return {**arguments, **{name: f"{folder}/{files[0]}" for name, folder in holding.items()}}
 
 
 _BARE_FILE = re.compile(r"(?<![\w./~\\-])[\w-]+(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?=[\s,;:'\")]|[.!?]?$|[.!?]\s)")

@@ -117,6 +117,27 @@ def test_a_path_that_is_the_requests_folder_alone_is_joined_to_the_one_file_it_n
     assert composed_paths(move, schema, held) == held  # the file is another argument's already
 
 
+def test_a_file_moved_between_two_folders_is_joined_to_each():
+    schema = {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}
+    request = "move report.pdf from /home/ana/Downloads into /home/ana/Documents/taxes"
+    folders = {"source": "/home/ana/Downloads", "destination": "/home/ana/Documents/taxes"}
+    assert composed_paths(request, schema, folders) == {
+        "source": "/home/ana/Downloads/report.pdf",
+        "destination": "/home/ana/Documents/taxes/report.pdf",
+    }
+    every_pdf = "move the pdfs from /home/ana/Downloads into /home/ana/Documents/taxes"  # no one file named
+    assert composed_paths(every_pdf, schema, folders) == folders
+
+
+def test_a_file_written_in_the_same_folder_as_the_one_path_named_is_placed_there():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "csv_path": {"type": "string"}}}
+    arguments = {"path": "/home/ana/reports/q3.xlsx", "csv_path": "sales_q3.csv"}
+    request = "export /home/ana/reports/q3.xlsx as sales_q3.csv in the same folder"
+    assert composed_paths(request, schema, arguments)["csv_path"] == "/home/ana/reports/sales_q3.csv"
+    unsaid = "export /home/ana/reports/q3.xlsx as sales_q3.csv"  # where it goes is not said: left as written
+    assert composed_paths(unsaid, schema, arguments)["csv_path"] == "sales_q3.csv"
+
+
 def test_a_file_parameter_holding_words_gets_the_one_file_the_request_names():
     schema = {
         "type": "object",
