@@ -225,7 +225,7 @@ class Runner:
                 self._engine = engine
                 room = settings.n_ctx // settings.sessions - 256
                 self._pool = SessionPool(engine, settings.sessions, max_depth=max(64, room))
-                retriever = self.gateway.retriever
+                retriever = getattr(self.gateway, "retriever", None)  # the Gateway's; a core without one reads none
                 choices = ParaphrasedChoices(lambda: retriever.embedder if isinstance(retriever, HasEmbedder) else None)
                 self._generator = ArgumentGenerator(
                     engine, mode=self.settings.run_mode, cold="signature", choices=choices
