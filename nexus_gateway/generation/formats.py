@@ -17,7 +17,8 @@ parameter's own schema or description states it:
                    `YYYY-MM-DD` alone (`2026-04-20 10:00` -> `2026-04-20`)
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
     percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
-                   writes "4%"
+                   writes "4%"; `0.0625` -> `6.25` where it asks for a percentage and the request writes
+                   "6.25%"
 
 `as_said` runs first, before grounding drops what the request does not say (dates.py, durations.py):
 
@@ -55,8 +56,11 @@ _SAID_CLOCK = re.compile(
 """A time of day as a request says it: `7:30 pm`, `1pm`, `6:45 in the evening`, or `14:00` (24-hour)."""
 _DATE_ONLY = re.compile(r"\bYYYY-MM-DD\b(?![ T]?(?:HH|hh))")
 _DATE_WITH_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T]\d{1,2}:\d{2}(?::\d{2})?$")
+_PERCENT = re.compile(r"\b(?:as|in)\s+(?:a\s+)?percent(?:age)?\b|\bpercentage\b|\d for \d+(?:\.\d+)?\s?%", re.I)
 _NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
-_DECIMAL = re.compile(r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|\d?\.\d+ for \d+(?:\.\d+)? ?%)", re.I)
+_DECIMAL = re.compile(
+    r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|(?<![\d.])0?\.\d+ for \d+(?:\.\d+)? ?%)", re.I
+)
 _QUANTITY = re.compile(r"^\$?\s*(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+)?$")
 
 
@@ -158,6 +162,10 @@ def _number(value: float, spec: Mapping[str, Any], request: str) -> float:
         written = _number_text(value)
         if re.search(r"(?<![\d.])" + re.escape(written) + r"\s*(?:%|percent\b)", request, re.IGNORECASE):
             return round(value / 100, 10)
+    if _PERCENT.search(description) and not _DECIMAL.search(description) and 0 < value < 1:
+        percent = _number_text(round(value * 100, 8))
+        if re.search(r"(?<![\d.])" + re.escape(percent) + r"\s*(?:%|percent\b)", request, re.IGNORECASE):
+            return float(percent) if "." in percent else int(percent)
     return value
 
 

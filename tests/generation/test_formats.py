@@ -96,6 +96,14 @@ def test_a_percentage_becomes_a_decimal_only_where_the_description_asks_and_the_
     assert in_asked_form("rate 4 for 10 years", schema, {"rate": 4, "years": 10})["rate"] == 4
 
 
+def test_a_percentage_the_model_wrote_as_a_fraction_is_written_as_the_percentage_asked_for():
+    rate = {"type": "number", "description": "Annual interest rate as a percentage, e.g. 6.5 for 6.5%."}
+    schema = _schema(["rate"], rate=rate)
+    assert in_asked_form("a loan at 6.25% over 30 years", schema, {"rate": 0.0625}) == {"rate": 6.25}
+    assert in_asked_form("a loan at 6.25% over 30 years", schema, {"rate": 6.25}) == {"rate": 6.25}
+    assert in_asked_form("a loan at 5% over 30 years", schema, {"rate": 0.0625}) == {"rate": 0.0625}  # not said
+
+
 def test_the_requests_one_duration_is_written_in_the_unit_the_description_names():
     schema = _schema(["duration"], duration={"type": "integer", "description": "Duration in seconds."}, label={})
     assert as_said("Set a timer for 5 minutes", schema, {"duration": 30}) == {"duration": 300}
