@@ -46,6 +46,7 @@ from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import (
     composed_paths,
+    day_lists,
     directed,
     free_text_optionals,
     one_place,
@@ -266,7 +267,9 @@ class ArgumentGenerator:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
-        said = await anyio.to_thread.run_sync(self.choices.said, query, record.input_schema) if self.choices else {}
+        said: dict[str, Any] = day_lists(query, record.input_schema)
+        if self.choices:
+            said |= await anyio.to_thread.run_sync(self.choices.said, query, record.input_schema)
         unfillable = unstatable(query, record.input_schema)  # a choice `said` names is given after decoding
         if narrowed:
             plan = grammar_for(_without(narrowed_schema(record.input_schema, narrowed), unfillable))
@@ -357,8 +360,8 @@ def _grounded(
     """The decoded arguments written as the request writes them, with its dates and durations as it says them,
     without the optional values and choices it never gave (grounding.py, stated.py), in the forms their
     descriptions ask for (formats.py), query values cut to their topic, file names joined to the folder the
-    request names, the choices it names in other words (`said`: paraphrase.py) given; and the names of the
-    arguments left out."""
+    request names, the choices it names in other words or as a set (`said`: paraphrase.py, `stated.day_lists`)
+    given; and the names of the arguments left out."""
     if not arguments:
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))

@@ -25,6 +25,8 @@ that carry more than their topic, and paths it gives in pieces.
                       it repeats; a free string that ends with "to", "in", "on", ... and another argument's
                       whole value loses that tail (`text: "Risks to /home/ana/plan.docx"` beside `filename:
                       "/home/ana/plan.docx"`: `Risks`)
+    day_lists         before decoding: the days of the week a request names as a set ("on weekdays", "every
+                      day") for a list of day choices, given after decoding
     directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
                       destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
                       out of each other's lists where the model put both in both
@@ -248,6 +250,40 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             elif name in required and not named and wildcard and _ANY_CUE.search(request):
                 fixed[name] = wildcard[0]
     return fixed
+
+
+_WEEK = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAY_SETS = (
+    (
+        re.compile(
+            r"\b(?:week ?days|work ?days|working days|business days|every weekday|mon(?:day)?-fri(?:day)?)\b", re.I
+        ),
+        5,
+    ),
+    (re.compile(r"\b(?:week ?ends|every weekend)\b", re.I), -2),
+    (re.compile(r"\b(?:every ?day|daily|each day|all week)\b", re.I), 7),
+)
+
+
+def day_lists(request: str, schema: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The lists of weekdays a request names as a set ("on weekdays": Monday to Friday; "weekends": Saturday
+    and Sunday; "every day", "daily": all seven), for the parameters whose items are an enum of the days of the
+    week (`Monday` or `Mon`, in the enum's own spelling): name -> days."""
+    properties = _mapping(schema, "properties")
+    found = {}
+    for name, spec in properties.items():
+        choices = _mapping(spec, "items").get("enum") if isinstance(spec, Mapping) else None
+        if not isinstance(choices, list) or spec.get("type") != "array":
+            continue
+        spelled = {str(choice).lower()[:3]: choice for choice in choices if isinstance(choice, str)}
+        if any(day[:3] not in spelled for day in _WEEK):
+            continue
+        for pattern, which in _DAY_SETS:
+            if pattern.search(request):
+                days = _WEEK[:which] if which > 0 else _WEEK[which:]
+                found[name] = [spelled[day[:3]] for day in days]
+                break
+    return found
 
 
 def _switch(name: str, request: str) -> bool | None:

@@ -2,6 +2,7 @@
 
 from nexus_gateway.generation.stated import (
     composed_paths,
+    day_lists,
     directed,
     free_text_optionals,
     one_place,
@@ -297,3 +298,20 @@ def test_a_value_copied_on_into_another_arguments_value_loses_that_tail():
     assert one_place("add notes.txt", schema, kept) == kept
     whole = {"filename": "a.docx", "text": "to a.docx"}  # nothing would be left
     assert one_place("write to a.docx", schema, whole) == whole
+
+
+def test_days_named_as_a_set_are_the_days_in_the_enums_spelling():
+    alarm = {
+        "type": "object",
+        "properties": {
+            "time": {"type": "string"},
+            "repeat": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]},
+            },
+        },
+    }
+    assert day_lists("a 6:30 alarm on weekdays", alarm) == {"repeat": ["Mon", "Tue", "Wed", "Thu", "Fri"]}
+    assert day_lists("wake me at 9 on weekends", alarm) == {"repeat": ["Sat", "Sun"]}
+    assert len(day_lists("remind me daily at 8", alarm)["repeat"]) == 7
+    assert day_lists("an alarm at 7 tomorrow", alarm) == {}
