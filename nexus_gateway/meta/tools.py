@@ -202,6 +202,7 @@ class MetaTools:
             if not query:
                 return error_result("search_tools needs a non-empty 'query': say what you want to do.")
             k = max(1, min(int(arguments.get("k") or self.settings.search_k), 50))
+            lag = gateway.index_lag()  # before the search: an index that finishes during it was partial for it
             results = await gateway.search(query, k, allows=None if profile.everything else profile.allows)
             gateway.metrics.searches += 1
             lines = [result.signature for result in results]
@@ -215,7 +216,7 @@ class MetaTools:
                     if reranked.choice
                     else "(The local model found none of these fits the request.)"
                 )
-            if lag := gateway.index_lag():  # a cold start: say how much of the catalog was searched
+            if lag:  # a cold start: say how much of the catalog was searched (at most; it only grows)
                 lines.append(
                     f"(The tool index is still being built: {lag[0]} of {lag[1]} tools indexed so far. "
                     "Search again in a few seconds to search them all.)"
