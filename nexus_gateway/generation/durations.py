@@ -114,3 +114,50 @@ def said_in_unit(request: str, unit: str) -> list[float]:
     """The request's durations in `unit` (those that convert to it), once each."""
     values = (in_unit(duration, unit) for duration in said_durations(request))
     return list(dict.fromkeys(value for value in values if value is not None))
+
+
+_COMPACT_PART = re.compile(r"(\d+(?:\.\d+)?)\s?(ms|w|d|h|m|s)(?![a-z])", re.IGNORECASE)
+_COMPACT = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s?(?:ms|w|d|h|m|s)\s*)+$", re.IGNORECASE)
+_COMPACT_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_COMPACT_EXAMPLE = re.compile(r"(?<![\w.])\d+(?:ms|[smhdw])(?:\s?\d+(?:ms|[smhdw]))*(?![\w.])")
+"""A length of time written compactly in a description's examples: `5s`, `2m`, `3h`, `1h 30m`, `1d`."""
+
+
+def compact_seconds(text: str) -> float | None:
+    """The seconds a compact length of time stands for (`90m` 5400, `1h 30m` 5400, `500ms` 0.5), None when
+    `text` is not one."""
+    if not _COMPACT.match(text):
+        return None
+    return round(sum(float(n) * _COMPACT_UNITS[u.lower()] for n, u in _COMPACT_PART.findall(text)), 6)
+
+
+def asks_compact(spec: Mapping[str, Any]) -> str | None:
+    """How a string parameter whose description gives compact examples (`'5s', '2m', '3h'`; `'1h 30m'`)
+    joins two units: " " when an example does, "" otherwise; None when the description gives none."""
+    if spec.get("type") not in (None, "string") or any(key in spec for key in ("enum", "const")):
+        return None
+    examples = _COMPACT_EXAMPLE.findall(str(spec.get("description") or ""))
+    if not examples:
+        return None
+    return " " if any(" " in example for example in examples) else ""
+
+
+def compact(seconds: float, joiner: str = "") -> str:
+    """`seconds` written compactly in hours, minutes and seconds (`5400` -> `1h30m`; a whole number of
+    days or weeks as such: `2d`)."""
+    for unit, size in (("w", 604800), ("d", 86400)):
+        if seconds >= size and float(seconds / size).is_integer():
+            return f"{int(seconds // size)}{unit}"
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    parts, rest = [], round(seconds)
+    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+        if rest >= size:
+            parts.append(f"{rest // size}{unit}")
+            rest %= size
+    return joiner.join(parts)
+
+
+def said_seconds(request: str) -> list[float]:
+    """The request's clock durations in seconds, once each."""
+    return said_in_unit(request, "second")

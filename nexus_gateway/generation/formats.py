@@ -25,7 +25,9 @@ parameter's own schema or description states it:
     said dates     a date the request writes out (`21st of November 2026`) in the form the parameter asks for
                    (`2026-11-21`, `11/21/2026`), also in place of a date the model half wrote (`2026-`)
     durations      the request's one duration in the unit the parameter takes, by its name or description
-                   (`5 minutes` -> 300 for "in seconds", `3 minutes` -> 180000 for `timeout_ms`)
+                   (`5 minutes` -> 300 for "in seconds", `3 minutes` -> 180000 for `timeout_ms`), or written
+                   compactly where the description's examples are (`1.5 hours` -> `1h 30m` for "Examples:
+                   '1h 30m', '1d'"; `90 minutes` -> `1h30m` for "e.g. '5s', '2m', '3h'")
 
 `quantity_echoes` names the optional strings that only repeat a quantity another argument already holds
 (`label: "5 minutes"` beside `duration: 300`): left out like any other value the request did not give.
@@ -39,7 +41,16 @@ from typing import Any
 
 from nexus_gateway.generation.codes import STATE_WORDS, code_for, code_kind, comma_form, wants_state_code
 from nexus_gateway.generation.dates import asked_form, bound, bound_of, read_date, said_dates, written
-from nexus_gateway.generation.durations import asked_unit, in_unit, said_durations, said_in_unit
+from nexus_gateway.generation.durations import (
+    asked_unit,
+    asks_compact,
+    compact,
+    compact_seconds,
+    in_unit,
+    said_durations,
+    said_in_unit,
+    said_seconds,
+)
 
 _FIXED = ("enum", "const")
 _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
@@ -177,7 +188,8 @@ def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any
     a date the request does not say (`2026-`, a made-up day) -> the one date it says that no other argument
     holds; a number in the unit its parameter takes (`asked_unit`) -> the one duration the request says, in
     that unit (`3000` -> `180000` for `timeout_ms` and "3 minutes", `30` -> `360` for `term_months` and "30
-    years"); and the one date the request says that nothing holds, in the date parameter left unfilled that
+    years"); a string whose description gives compact examples (`'5s', '2m'`) -> the one duration the
+    request says, so written (`1.5 hours` -> `1h30m`); and the one date the request says that nothing holds, in the date parameter left unfilled that
     can hold it (`_placed_date`)."""
     properties = _mapping(schema, "properties")
     fixed = dict(arguments)
@@ -193,6 +205,10 @@ def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any
                 day = free[0] if len(free) == 1 else None
             if day is not None:
                 fixed[name] = written(day, form)
+        elif isinstance(value, str) and (joiner := asks_compact(spec)) is not None:
+            seconds = said_seconds(request)
+            if len(seconds) == 1 and compact_seconds(value) != seconds[0]:
+                fixed[name] = compact(seconds[0], joiner)
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and (unit := asked_unit(name, spec)):
             durations = said_in_unit(request, unit)
             if len(durations) == 1 and durations[0] != value:

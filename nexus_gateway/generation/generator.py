@@ -41,8 +41,15 @@ from nexus_gateway.generation.domains import zones_as_stated
 from nexus_gateway.generation.facts import missing_facts
 from nexus_gateway.generation.formats import as_said, in_asked_form, quantity_echoes
 from nexus_gateway.generation.grammar import GrammarPlan, grammar_for, looser, parse_object
-from nexus_gateway.generation.grounding import as_written, invented_optional, narrowed_schema, ungrounded
+from nexus_gateway.generation.grounding import (
+    as_written,
+    invented_optional,
+    narrowed_schema,
+    ungrounded,
+    without_nested_inventions,
+)
 from nexus_gateway.generation.paraphrase import ParaphrasedChoices
+from nexus_gateway.generation.plain import plain
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import (
     composed_paths,
@@ -172,6 +179,7 @@ class ArgumentGenerator:
         self.draft_tokens = draft_tokens
         """Tokens drafted ahead of each decoding step (engine/lookahead.py): fewer passes, the same arguments."""
         self._plans: dict[str, GrammarPlan] = {}
+        self._views: dict[str, dict[str, Any]] = {}
         self._compiled: set[str] = set()
         self.pending: dict[str, ToolRecord] = {}
         """Tools shown in the `cold` form whose blocks are still to compile (`compile_pending`)."""
@@ -187,6 +195,17 @@ class ArgumentGenerator:
                 self._plans.clear()
             plan = self._plans[key] = grammar_for(_without(record.input_schema, without))
         return plan
+
+    def view(self, record: ToolRecord) -> dict[str, Any]:
+        """`record`'s input schema as the argument rules read it (plain.py: `$ref`s followed, optional
+        wrappers taken off); decoding and validation keep the schema itself. Cached per tool definition."""
+        key = record.content_hash or record.name
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) >= _PLAN_CACHE_LIMIT:
+                self._views.clear()
+            view = self._views[key] = plain(record.input_schema)
+        return view
 
     def _decoding(self, plan: GrammarPlan, form: ToolForm, query: str, free: Sequence[str] = ()) -> Decoding:
         budget = token_budget(query, self.max_tokens)
@@ -267,21 +286,22 @@ class ArgumentGenerator:
         parameters decoded among these values only (grounding.narrowing: the request's own values of their
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
-        said: dict[str, Any] = day_lists(query, record.input_schema)
+        view = self.view(record)
+        said: dict[str, Any] = day_lists(query, view)
         if self.choices:
-            said |= await anyio.to_thread.run_sync(self.choices.said, query, record.input_schema)
-        unfillable = unstatable(query, record.input_schema)  # a choice `said` names is given after decoding
+            said |= await anyio.to_thread.run_sync(self.choices.said, query, view)
+        unfillable = unstatable(query, view)  # a choice `said` names is given after decoding
         if narrowed:
-            plan = grammar_for(_without(narrowed_schema(record.input_schema, narrowed), unfillable))
+            plan = grammar_for(_without(narrowed_schema(view, narrowed), unfillable))
         else:
             plan = self.plan(record, unfillable)
         decoded = _NOTHING_TO_DECODE
-        how = self._decoding(plan, chosen, query, free_text_optionals(record.input_schema))
+        how = self._decoding(plan, chosen, query, free_text_optionals(view))
         if not plan.empty:
             keep = not narrowed and not unfillable  # a looser grammar found for the whole schema is the tool's
             plan, how, decoded = await self._decode(session, record, query, plan, how, keep=keep)
         schema, key = record.input_schema, record.content_hash or None
-        arguments, dropped = _grounded(query, schema, parse_object(decoded.text), said)
+        arguments, dropped = _grounded(query, view, parse_object(decoded.text), said)
         problems = self._problems(schema, arguments, key, how.max_tokens)
         repaired: list[str] = []
         retries = 0
@@ -291,7 +311,7 @@ class ArgumentGenerator:
         if problems and not plan.empty:  # once more, told what was wrong
             retries = 1
             again = await self.engine.decode_arguments(session, record, query + retry_note(problems, decoded.text), how)
-            second, second_dropped = _grounded(query, schema, parse_object(again.text), said)
+            second, second_dropped = _grounded(query, view, parse_object(again.text), said)
             if second is not None:
                 second, steps = _mended(schema, second, ["retried"])
                 second_problems = self._problems(schema, second, key, how.max_tokens)
@@ -312,7 +332,7 @@ class ArgumentGenerator:
             if left_out:
                 repaired.append("left out: " + ", ".join(left_out))
                 problems = self._problems(schema, arguments, key, how.max_tokens)
-        invented = tuple(ungrounded(query, schema, arguments)) if arguments else ()
+        invented = tuple(ungrounded(query, view, arguments)) if arguments else ()
         if problems and decoded.closed_early:  # a value the grammar cannot check (a format) was cut short
             problems = (f"the token budget ({how.max_tokens}) ran out and the arguments were closed early", *problems)
         return Generated(
@@ -330,7 +350,7 @@ class ArgumentGenerator:
             n_tokens=decoded.n_tokens,
             passes=decoded.passes,
             closed_early=decoded.closed_early,
-            missing=tuple(missing_facts(schema, arguments, invented)) if arguments else (),
+            missing=tuple(missing_facts(view, arguments, invented)) if arguments else (),
             repaired=tuple(repaired),
             retries=retries,
             unstated=tuple(sorted(set(unfillable) - set(said))),
@@ -367,6 +387,7 @@ def _grounded(
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
     arguments = directed(query, schema, one_place(query, schema, arguments))
+    arguments = without_nested_inventions(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))
     unstated = (name for name in unstated_choices(query, schema, arguments) if name not in (said or {}))
     dropped += tuple(name for name in unstated if name not in dropped)

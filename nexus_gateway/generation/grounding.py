@@ -41,7 +41,7 @@ from typing import Any
 
 from nexus_gateway.generation.dates import read_date, said_dates
 from nexus_gateway.generation.domains import spoken_forms, time_zones
-from nexus_gateway.generation.durations import asked_unit, said_in_unit
+from nexus_gateway.generation.durations import asked_unit, compact_seconds, said_in_unit, said_seconds
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
 _GLUED_AFTER = r"(?![\w/\\~@-]|\.\w)"
@@ -78,6 +78,14 @@ def _found(span: str, request: str) -> str | None:
     span = span.strip()
     match = re.search(_GLUED_BEFORE + re.escape(span) + _GLUED_AFTER, request, re.IGNORECASE) if span else None
     return match.group(0) if match else None
+
+
+def _named(word: str, request: str) -> bool:
+    """`word` (a domain value's name: "German", "euros", "Tokyo") is in `request` as a whole span, or as the
+    first part of a hyphenated compound ("German-language articles", "Tokyo-based")."""
+    return occurs(word, request) or bool(
+        word.strip() and re.search(_GLUED_BEFORE + re.escape(word.strip()) + r"-[A-Za-z]", request, re.IGNORECASE)
+    )
 
 
 _PLURALS = ("s", "es")
@@ -183,15 +191,22 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         return unit is not None and float(item) in said_in_unit(request, unit)
     forms = spoken_forms(name, spec, str(item))
     if forms is not None:
-        return any(occurs(form, request) for form in forms)
+        return any(_named(form, request) for form in forms)
     text = str(item)
     return (
         occurs(text, request)
         or _in_slug(text, request)
         or _same_clock_time(text, request)
         or not set(read_date(text)).isdisjoint(said_dates(request))
+        or _same_duration(text, request)
         or _named_in_pieces(text, request, name)
     )
+
+
+def _same_duration(value: str, request: str) -> bool:
+    """`value` is a length of time the request says, written compactly (`90m`, `1h 30m` for "90 minutes")."""
+    seconds = compact_seconds(value)
+    return seconds is not None and seconds in said_seconds(request)
 
 
 def _named_in_pieces(value: str, request: str, name: str) -> bool:
@@ -262,10 +277,22 @@ def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[st
     for name, value in arguments.items():
         spec = _mapping(properties, name)
         items = _values(value, spec)
-        said = [item for item in items if _said(item, request, name, spec)]
+        rest = _without_quotes_held(request, {other: given for other, given in arguments.items() if other != name})
+        said = [item for item in items if _said(item, rest, name, spec)]
         echoed = sum(echoes(item, request) for item in said)
         result[name] = Grounding(len(said), len(items), echoed)
     return result
+
+
+def _without_quotes_held(request: str, others: Mapping[str, Any]) -> str:
+    """`request` with the spans it quotes that another argument holds whole blanked out: what is inside a
+    quoted message is the message's (`channel_id: "5"` is not in "post 'standup in 5'" once `text` holds
+    'standup in 5')."""
+    held = {value.strip().casefold() for value in others.values() if isinstance(value, str) and value.strip()}
+    for span in _quoted(request):
+        if span.strip().casefold() in held:
+            request = request.replace(span, " " * len(span))
+    return request
 
 
 def grounding(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Grounding:
@@ -302,6 +329,39 @@ def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mappin
     required = set(schema.get("required") or ())
     per = _per_argument(request, schema, arguments)
     return [name for name, g in per.items() if name not in required and (g.invented or arguments[name] == "")]
+
+
+def without_nested_inventions(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` without the optional members of their nested objects (at any depth, in lists too) that
+    hold a free value the request does not contain: `guest: {full_name: "Marcus Lee", email:
+    "marcus@example.com"}` for "guest name Marcus Lee" keeps the name only. An optional argument left an
+    empty object is left out too. `schema` is read as written: give it `plain.plain`'s flat form."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    kept: dict[str, Any] = {}
+    for name, value in arguments.items():
+        trimmed = _trimmed(request, name, value, _mapping(properties, name))
+        if trimmed != {} or value == {} or name in required:
+            kept[name] = trimmed
+    return kept
+
+
+def _trimmed(request: str, name: str, value: Any, spec: Mapping[str, Any]) -> Any:
+    if isinstance(value, list):  # an object all of whose members were invented is itself invented
+        trimmed = [(item, _trimmed(request, name, item, _mapping(spec, "items"))) for item in value]
+        return [kept for item, kept in trimmed if kept != {} or item == {}]
+    if not isinstance(value, dict):
+        return value
+    members = _mapping(spec, "properties")
+    required = set(spec.get("required") or ())
+    kept = {}
+    for key, item in value.items():
+        member = _mapping(members, key)
+        if isinstance(item, (dict, list)):
+            kept[key] = _trimmed(request, key, item, member)
+        elif key in required or all(_said(free, request, key, member) for free in _values(item, member)):
+            kept[key] = item
+    return kept
 
 
 def ungrounded(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:

@@ -47,6 +47,7 @@ from nexus_gateway.gateway import GatewayCore, SearchResult, ToolResult
 from nexus_gateway.generation.generator import ArgumentGenerator, Generated
 from nexus_gateway.generation.grounding import Grounding, grounding, ignores_request, narrowing, stated_values
 from nexus_gateway.generation.paraphrase import ParaphrasedChoices
+from nexus_gateway.generation.plain import plain
 from nexus_gateway.generation.rerank import Reranked, Reranker
 from nexus_gateway.generation.sessions import SessionPool
 from nexus_gateway.meta.warming import BlockWarmer
@@ -85,8 +86,8 @@ def _more_evidence(request: str, fallback: Candidate, top: Candidate) -> bool:
     of the recorded `bench run-catalog` runs, 17 were wrong, every wrong one of session 18's code such a tie."""
     if fallback.grounding.evidence != top.grounding.evidence:
         return fallback.grounding.evidence > top.grounding.evidence
-    after = stated_values(request, fallback.generated.arguments or {}, fallback.record.input_schema)
-    return after > stated_values(request, top.generated.arguments or {}, top.record.input_schema)
+    after = stated_values(request, fallback.generated.arguments or {}, plain(fallback.record.input_schema))
+    return after > stated_values(request, top.generated.arguments or {}, plain(top.record.input_schema))
 
 
 def _same_operation(one: ToolRecord, other: ToolRecord | None) -> bool:
@@ -547,7 +548,9 @@ class Runner:
         generated = await generator.generate(session, record, query)
         arguments = generated.arguments or {}
         ignored = tuple(ignores_request(query, arguments))
-        return Candidate(result, record, generated, grounding(query, record.input_schema, arguments), ignored=ignored)
+        return Candidate(
+            result, record, generated, grounding(query, generator.view(record), arguments), ignored=ignored
+        )
 
     async def _tightened(
         self, generator: ArgumentGenerator, session: Session, query: str, candidate: Candidate
@@ -558,7 +561,7 @@ class Runner:
         if candidate.sure or not candidate.generated.ungrounded:
             return candidate
         record = candidate.record
-        narrowed = narrowing(query, record.input_schema, candidate.generated.ungrounded)
+        narrowed = narrowing(query, generator.view(record), candidate.generated.ungrounded)
         if not narrowed:
             return candidate
         generated = await generator.generate(session, record, query, narrowed=narrowed)
@@ -567,7 +570,7 @@ class Runner:
             candidate.result,
             record,
             generated,
-            grounding(query, record.input_schema, arguments),
+            grounding(query, generator.view(record), arguments),
             tuple(narrowed),
             tuple(ignores_request(query, arguments)),
         )

@@ -130,6 +130,25 @@ def test_a_converted_duration_is_grounded_and_kept():
     assert arguments == {"command": "make", "timeout_ms": 120000} and dropped == ()
 
 
+def test_a_duration_is_written_compactly_where_the_description_gives_compact_examples_and_is_grounded():
+    since = {"type": "string", "description": "Show logs since relative time (e.g. '5s', '2m', '3h')"}
+    spent = {"type": "string", "description": "Time spent. Examples: '1h 30m' (1 hour and 30 minutes), '1d' (1 day)"}
+    schema = _schema(["time_spent"], since=since, time_spent=spent, note={"type": "string"})
+    assert as_said("log an hour and a half on OPS-1", schema, {"time_spent": "1.5 hours"}) == {"time_spent": "1h 30m"}
+    assert as_said("logs of the past 90 minutes", schema, {"since": "90 minutes"}) == {"since": "1h30m"}
+    assert as_said("logs of the past 2 days", schema, {"since": "2 days"}) == {"since": "2d"}
+    arguments, dropped = _grounded("logs of the past 90 minutes", schema, {"since": "90m", "note": "1h"})
+    assert arguments == {"since": "90m"} and dropped == ("note",)  # `note` asks for no duration: 1h is not said
+    plain_text = _schema(note={"type": "string", "description": "Any note."})
+    assert as_said("wait 5 minutes", plain_text, {"note": "5 minutes"}) == {"note": "5 minutes"}
+
+
+def test_a_language_named_in_a_hyphenated_compound_is_said():
+    schema = _schema(language=LANGUAGE)
+    assert ungrounded("the 25 most popular German-language articles", schema, {"language": "de"}) == []
+    assert ungrounded("the 25 most popular articles", schema, {"language": "de"}) == ["language"]
+
+
 DATE = {"type": "string", "description": "Date of the event, YYYY-MM-DD."}
 
 

@@ -12,6 +12,7 @@ from nexus_gateway.generation.grounding import (
     salient_values,
     stated_values,
     ungrounded,
+    without_nested_inventions,
 )
 
 CURRENT = {
@@ -327,3 +328,51 @@ def test_a_value_that_adds_words_of_its_own_to_a_span_the_request_quotes_is_that
     assert as_written("Add Dentist to my calendar", schema, {"title": "Dentist Appointment"}) == {
         "title": "Dentist Appointment"  # nothing quoted: nothing to go by
     }
+
+
+BOOKING = {
+    "type": "object",
+    "properties": {
+        "hotel": {"type": "string"},
+        "guest": {
+            "type": "object",
+            "properties": {"full_name": {"type": "string"}, "email": {"type": "string"}, "loyalty": {"type": "string"}},
+            "required": ["full_name"],
+        },
+        "extras": {"type": "array", "items": {"type": "object", "properties": {"item": {"type": "string"}}}},
+        "billing": {"type": "object", "properties": {"company": {"type": "string"}}},
+    },
+    "required": ["hotel", "guest"],
+}
+
+
+def test_optional_members_of_nested_objects_the_request_never_gave_are_left_out():
+    request = "book Hotel Drisco, guest name Marcus Lee, and add breakfast"
+    arguments = {
+        "hotel": "Hotel Drisco",
+        "guest": {"full_name": "Marcus Lee", "email": "marcus@example.com", "loyalty": "1234"},
+        "extras": [{"item": "breakfast"}, {"item": "spa"}],
+        "billing": {"company": "Acme"},
+    }
+    assert without_nested_inventions(request, BOOKING, arguments) == {
+        "hotel": "Hotel Drisco",
+        "guest": {"full_name": "Marcus Lee"},
+        "extras": [{"item": "breakfast"}],  # the spa was never asked for
+    }
+    # a required member is kept, said or not; so is a required argument left empty
+    assert without_nested_inventions("book it", BOOKING, {"hotel": "X", "guest": {"full_name": "Ann"}}) == {
+        "hotel": "X",
+        "guest": {"full_name": "Ann"},
+    }
+
+
+def test_a_value_only_inside_a_quoted_message_another_argument_holds_is_not_said():
+    schema = {
+        "type": "object",
+        "properties": {"channel_id": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["channel_id", "text"],
+    }
+    request = "post 'standup in 5' in our team channel"
+    assert ungrounded(request, schema, {"channel_id": "5", "text": "standup in 5"}) == ["channel_id"]
+    assert ungrounded("post 'standup in 5' to channel 5", schema, {"channel_id": "5", "text": "standup in 5"}) == []
+    assert ungrounded(request, schema, {"channel_id": "5", "text": "standup"}) == []  # the message is not held
