@@ -189,8 +189,8 @@ def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any
     holds; a number in the unit its parameter takes (`asked_unit`) -> the one duration the request says, in
     that unit (`3000` -> `180000` for `timeout_ms` and "3 minutes", `30` -> `360` for `term_months` and "30
     years"); a string whose description gives compact examples (`'5s', '2m'`) -> the one duration the
-    request says, so written (`1.5 hours` -> `1h30m`); and the one date the request says that nothing holds, in the date parameter left unfilled that
-    can hold it (`_placed_date`)."""
+    request says, so written (`1.5 hours` -> `1h30m`); and the one date the request says that nothing holds,
+    in the date parameter left unfilled that can hold it (`_placed_date`)."""
     properties = _mapping(schema, "properties")
     fixed = dict(arguments)
     said = said_dates(request)
