@@ -516,17 +516,19 @@ _SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.
 
 
 def salient_values(request: str) -> list[str]:
-    """The request's most specific values: URLs, e-mail addresses, paths, owner/name slugs, identifiers,
-    quoted spans and long numbers (what a tool it is meant for takes as an argument)."""
+    """The request's most specific values: URLs, e-mail addresses, cell ranges, paths, owner/name slugs,
+    identifiers, quoted spans and long numbers (what a tool it is meant for takes as an argument)."""
     urls = _spans(_URL, request)
     emails = _spans(_EMAIL, request)
     rest = _EMAIL.sub(" ", _URL.sub(" ", request))
+    ranges = _spans(_CELL_RANGE, rest)
+    rest = _CELL_RANGE.sub(" ", rest)
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
     slugs = _spans(_SLUG, rest)
     identifiers = _spans(_SALIENT_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
     quoted = _quoted(rest)
     numbers = _spans(_LONG_NUMBER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
-    return list(dict.fromkeys([*urls, *emails, *paths, *slugs, *identifiers, *quoted, *numbers]))
+    return list(dict.fromkeys([*urls, *emails, *ranges, *paths, *slugs, *identifiers, *quoted, *numbers]))
 
 
 def stated_values(request: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> int:
@@ -546,11 +548,28 @@ def ignores_request(request: str, arguments: Mapping[str, Any]) -> list[str]:
     return salient
 
 
+def unused_values(request: str, arguments: Mapping[str, Any], names: Sequence[str] = ()) -> list[str]:
+    """The request's salient values that the arguments leave out, when they use some of them: the tool takes
+    the file but not the cells ("what's in sales.xlsx, sheet Q1, cells A1:F30?" as `describe_sheet`), one
+    paper id of two, the repository but not the quoted text. `names` (servers, tools) are no values: "context7:
+    ..." names the server it asks."""
+    salient = [value for value in salient_values(request) if not any(value.lower() in n.lower() for n in names)]
+    written = "\n".join(_strings(arguments)).lower()
+    used = [value for value in salient if _used(value.lower(), written)]
+    return [value for value in salient if value not in used] if used else []
+
+
+_PIECES = re.compile(r"[^a-z0-9]+|(?<=\d)x(?=\d)")
+"""Where a value splits into pieces: at what is not a letter or digit, and at the `x` of a size (`1280x800`)."""
+
+
 def _used(value: str, written: str) -> bool:
-    """Whether the arguments hold `value`: whole, or a slug's parts apart (`{"owner": "octo", "repo": "app"}`)."""
+    """Whether the arguments hold `value`: whole, or its pieces apart (a slug's `{"owner": "octo", "repo":
+    "app"}`, a size's `{"width": 1280, "height": 800}` for `1280x800`)."""
     if value in written:
         return True
-    return bool(_SLUG.fullmatch(value)) and all(part in written for part in value.split("/"))
+    pieces = [piece for piece in _PIECES.split(value) if len(piece) > 1]
+    return bool(pieces) and (bool(_SLUG.fullmatch(value)) or len(pieces) > 1) and all(p in written for p in pieces)
 
 
 def _strings(value: Any) -> list[str]:

@@ -12,6 +12,7 @@ from nexus_gateway.generation.grounding import (
     salient_values,
     stated_values,
     ungrounded,
+    unused_values,
     without_nested_inventions,
 )
 
@@ -376,3 +377,16 @@ def test_a_value_only_inside_a_quoted_message_another_argument_holds_is_not_said
     assert ungrounded(request, schema, {"channel_id": "5", "text": "standup in 5"}) == ["channel_id"]
     assert ungrounded("post 'standup in 5' to channel 5", schema, {"channel_id": "5", "text": "standup in 5"}) == []
     assert ungrounded(request, schema, {"channel_id": "5", "text": "standup"}) == []  # the message is not held
+
+
+def test_the_requests_values_an_argument_set_leaves_out_are_named_when_it_uses_some():
+    bibtex = "give me bibtex for 1706.03762 and 2005.14165"
+    assert unused_values(bibtex, {"paperId": "1706.03762"}) == ["2005.14165"]
+    assert unused_values(bibtex, {"ids": ["1706.03762", "2005.14165"]}) == []
+    assert unused_values(bibtex, {}) == []  # none used: that is `ignores_request`'s
+    shot = "screenshot the page as checkout-step2 at 1280x800"
+    assert unused_values(shot, {"name": "checkout-step2", "width": 1280, "height": 800}) == []
+    assert unused_values("close issue 34 in octo/app", {"owner": "octo", "repo": "app", "issue": 34}) == []
+    docs = "context7: /vercel/next.js, how do middleware matchers work?"
+    assert unused_values(docs, {"libraryId": "/vercel/next.js"}, ["npm-context7"]) == []
+    assert ignores_request("what's in sales.xlsx, sheet Q1, cells A1:F30?", {"path": "sales.xlsx"}) == ["A1:F30"]

@@ -52,6 +52,14 @@ TOOLS = {
         "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}},
         "required": ["repo_path"],
     },
+    "excel__describe_sheet": {
+        "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}},
+        "required": ["path", "sheet"],
+    },
+    "excel__read_range": {
+        "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}, "range": {"type": "string"}},
+        "required": ["path", "sheet"],
+    },
     "jira__create_issue": {
         "properties": {"project": {"type": "string"}, "summary": {"type": "string"}},
         "required": ["project", "summary"],
@@ -85,6 +93,9 @@ class Generator:
         arguments = dict(script[record.name])
         invented = tuple(ungrounded(query, record.input_schema, arguments))
         return Generated(record.name, arguments, "{}", "signature", "schema", "prefill", ungrounded=invented)
+
+    def view(self, record: ToolRecord) -> dict[str, Any]:
+        return record.input_schema
 
 
 class Engine:
@@ -426,6 +437,14 @@ async def test_a_sure_decisive_tool_whose_name_does_another_kind_of_thing_than_t
     core = Core([("jira__get_project_fields", 0.7), ("jira__create_issue", 0.65)])
     fills = {
         "jira__get_project_fields": {"project": "WEB"},
+        "excel__describe_sheet": {
+            "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}},
+            "required": ["path", "sheet"],
+        },
+        "excel__read_range": {
+            "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}, "range": {"type": "string"}},
+            "required": ["path", "sheet"],
+        },
         "jira__create_issue": {"project": "WEB", "summary": "checkout is broken"},
     }
     engine = Engine({"jira__get_project_fields": -10.0, "jira__create_issue": -25.0})
@@ -467,3 +486,23 @@ async def test_a_fall_back_that_takes_fewer_of_the_requests_values_than_the_best
     assert core.called == [] and structured["status"] == "proposed", structured
     assert structured["trace"]["routing"] == "grounded"
     assert [c["name"] for c in structured["candidates"]][:2] == ["files__list_directory", "files__search_files"]
+
+
+async def test_a_sure_decisive_tool_that_leaves_out_some_of_the_requests_values_is_proposed_not_called():
+    """ "what's in sales.xlsx, sheet Q1, cells A1:F30?": `describe_sheet` takes the file and the sheet, not the
+    cells; the tool that takes them all is called."""
+    request = "what's in /data/sales.xlsx, sheet Q1, cells A1:F30?"
+    plain = {
+        "excel__describe_sheet": {"path": "/data/sales.xlsx", "sheet": "Q1"},
+        "excel__read_range": {"path": "/data/sales.xlsx", "sheet": "Q1", "range": "A1:F30"},
+    }
+    core = Core([("excel__describe_sheet", 0.8), ("excel__read_range", 0.6)])
+    engine = Engine({"excel__describe_sheet": -5.0, "excel__read_range": -30.0})  # decisive for the wrong one
+    structured = await run(core, Generator(plain, {}), engine, request)
+    assert core.called == [] and structured["status"] == "proposed", structured
+    assert structured["trace"]["unused_values"] == ["A1:F30"]
+    assert "leaves out 'A1:F30'" in structured["doubt"]
+    core = Core([("excel__read_range", 0.8), ("excel__describe_sheet", 0.6)])
+    engine = Engine({"excel__read_range": -5.0, "excel__describe_sheet": -30.0})
+    structured = await run(core, Generator(plain, {}), engine, request)
+    assert core.called == [("excel__read_range", plain["excel__read_range"])], structured
