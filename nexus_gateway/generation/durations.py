@@ -55,8 +55,11 @@ _SAID = re.compile(
 _NAMED_UNIT = re.compile(
     r"(?:(?:^|_)(ms|millis|milliseconds|seconds|secs|sec|minutes|mins|hours|hrs|days|weeks|months|years)"
     r"|(?<=[a-z])(Ms|MS|Millis|Milliseconds|Seconds|Secs|Sec|Minutes|Mins|Hours|Days|Weeks|Months|Years))$"
+    r"|^(seconds|minutes|hours|days|weeks|months|years)_?(?i:back|ago|old|before|since|window|lookback)$"
+    r"|^(?:last|past|lookback)_?((?i:seconds|minutes|hours|days|weeks|months|years))$"
 )
-"""A unit at the end of a parameter's name, after `_` (`timeout_ms`) or in camel case (`delaySeconds`)."""
+"""A unit at the end of a parameter's name, after `_` (`timeout_ms`) or in camel case (`delaySeconds`), or a
+span back in time by its unit (`hours_back`, `days_ago`, `last_days`, `pastHours`)."""
 _DESCRIBED_UNIT = re.compile(
     r"\b(?:in|as|of)\s+(milliseconds|seconds|minutes|hours|days|weeks|months|years)\b"
     r"|\((ms|milliseconds|seconds|secs|s|minutes|mins|hours|days|weeks|months|years)\)",
@@ -96,7 +99,7 @@ def asked_unit(name: str, spec: Mapping[str, Any]) -> str | None:
         return None
     named = _NAMED_UNIT.search(name)
     if named:
-        return _unit(named.group(1) or named.group(2))
+        return _unit(next(group for group in named.groups() if group))
     described = _DESCRIBED_UNIT.search(str(spec.get("description") or ""))
     return _unit(described.group(1) or described.group(2)) if described else None
 
@@ -161,3 +164,44 @@ def compact(seconds: float, joiner: str = "") -> str:
 def said_seconds(request: str) -> list[float]:
     """The request's clock durations in seconds, once each."""
     return said_in_unit(request, "second")
+
+
+_COUNTED = (
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
+_COUNT_WORDS = {word: number for number, word in enumerate(_COUNTED, start=2)} | {
+    "a dozen": 12,
+    "a couple of": 2,
+    "a pair of": 2,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "a hundred": 100,
+}
+_SAID_COUNT = re.compile(
+    r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _COUNT_WORDS), key=len, reverse=True)) + r")(?![\w-])", re.I
+)
+
+
+def said_numbers(request: str) -> list[int]:
+    """The numbers `request` writes in words ("two empty columns", "a dozen rows"); "one" and "a" are left
+    out (a pronoun and an article more often than a count)."""
+    return list(dict.fromkeys(_COUNT_WORDS[match.group(1).lower()] for match in _SAID_COUNT.finditer(request)))

@@ -51,6 +51,7 @@ from nexus_gateway.generation.durations import (
     said_in_unit,
     said_seconds,
 )
+from nexus_gateway.generation.grounding import said_uuids
 
 _FIXED = ("enum", "const")
 _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
@@ -202,9 +203,14 @@ def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any
             if day is None:
                 held = {day for other, given in fixed.items() if other != name for day in _dates_of(given)}
                 free = [day for day in said if day not in held]
-                day = free[0] if len(free) == 1 else None
+                day = free[0] if len(free) == 1 else _at_end(request, free, bound_of(name))
             if day is not None:
                 fixed[name] = written(day, form)
+        elif isinstance(value, str) and _asks_uuid(name, spec):
+            taken = {other for key, other in fixed.items() if key != name and isinstance(other, str)}
+            uuids = [uuid for uuid in said_uuids(request) if uuid not in taken]
+            if value.strip().lower() not in uuids and len(uuids) == 1:
+                fixed[name] = uuids[0]
         elif isinstance(value, str) and (joiner := asks_compact(spec)) is not None:
             seconds = said_seconds(request)
             if len(seconds) == 1 and compact_seconds(value) != seconds[0]:
@@ -215,7 +221,42 @@ def as_said(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any
                 converted = durations[0]
                 if spec.get("type") != "integer" or float(converted).is_integer():
                     fixed[name] = int(converted) if float(converted).is_integer() else converted
-    return _placed_date(request, properties, fixed)
+    return _placed_duration(request, properties, _placed_date(request, properties, fixed))
+
+
+def _asks_uuid(name: str, spec: Mapping[str, Any]) -> bool:
+    """The parameter takes a UUID: its `format` says so, or its description does."""
+    return spec.get("format") == "uuid" or bool(re.search(r"\bUUID\b", str(spec.get("description") or "")))
+
+
+def _placed_duration(request: str, properties: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` with the one duration the request says ("the past two days") given, in its unit, to the one
+    numeric parameter that takes a duration (`hours_back`: 48) when it is left unfilled and nothing holds it."""
+    said = said_durations(request)
+    timed = {name: unit for name in properties if (unit := asked_unit(name, _mapping(properties, name)))}
+    if len(said) != 1 or len(timed) != 1:
+        return arguments
+    name, unit = next(iter(timed.items()))
+    value = in_unit(said[0], unit)
+    held = {float(v) for v in arguments.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if name in arguments or value is None or value in held:
+        return arguments
+    if _mapping(properties, name).get("type") == "integer" and not float(value).is_integer():
+        return arguments
+    return {**arguments, name: int(value) if float(value).is_integer() else value}
+
+
+def _at_end(request: str, days: list[Any], end: str | None) -> Any:
+    """Of two or more dates, the one at the `end` ("start", "end") of the range the request says: by its cue
+    ("from Dec 23, 2026 through Jan 2, 2027"), else, of two dates with no cue, the earlier starts it."""
+    if end is None:
+        return None
+    cued = [day for day in days if bound(request, day) == end]
+    if len(cued) == 1:
+        return cued[0]
+    if len(days) == 2 and not any(bound(request, day) for day in days):
+        return min(days) if end == "start" else max(days)
+    return None
 
 
 def _placed_date(request: str, properties: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from nexus_gateway.generation.stated import (
     free_text_optionals,
     one_place,
     stated_choices,
+    switched_on,
     topic_only,
     unstatable,
     unstated_choices,
@@ -287,7 +288,7 @@ class ArgumentGenerator:
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
         view = self.view(record)
-        said: dict[str, Any] = day_lists(query, view)
+        said: dict[str, Any] = {**switched_on(query, view), **day_lists(query, view)}
         if self.choices:
             said |= await anyio.to_thread.run_sync(self.choices.said, query, view)
         unfillable = unstatable(query, view)  # a choice `said` names is given after decoding
@@ -382,7 +383,7 @@ def _grounded(
     descriptions ask for (formats.py), query values cut to their topic, file names joined to the folder the
     request names, the choices it names in other words or as a set (`said`: paraphrase.py, `stated.day_lists`)
     given; and the names of the arguments left out."""
-    if not arguments:
+    if arguments is None:
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}

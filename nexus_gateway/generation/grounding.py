@@ -41,7 +41,7 @@ from typing import Any
 
 from nexus_gateway.generation.dates import read_date, said_dates
 from nexus_gateway.generation.domains import spoken_forms, time_zones
-from nexus_gateway.generation.durations import asked_unit, compact_seconds, said_in_unit, said_seconds
+from nexus_gateway.generation.durations import asked_unit, compact_seconds, said_in_unit, said_numbers, said_seconds
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
 _GLUED_AFTER = r"(?![\w/\\~@-]|\.\w)"
@@ -107,10 +107,44 @@ def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, 
         if found is None and value.strip() and value.strip()[-1].isalpha():
             found = next(filter(None, (_found(value.strip() + ending, request) for ending in _PLURALS)), None)
         if found is None:
-            found = _slipped_identifier(value, request) or _quoted_within(value, request)
+            found = _slipped_identifier(value, request) or _quoted_within(value, request) or _relative(value, request)
+        if found is None:
+            found = _cut_tail(value, request)
         if found is not None and found != value:
             written[name] = found
     return written
+
+
+def _relative(value: str, request: str) -> str | None:
+    """The request's relative path that `value` is with a `/` put before it (`/billing/parsers.py` for
+    "billing/parsers.py"): the model made it absolute, the request did not."""
+    if not value.startswith("/") or value.startswith("//"):
+        return None
+    found = _found(value[1:], request)
+    return found if found is not None and "/" in found else None
+
+
+_TAIL = re.compile(r":\s+(.{8,}?)\s*$", re.DOTALL)
+"""What follows the request's last colon and a space, to its end: a command, a query, a message given last."""
+
+
+def _cut_tail(value: str, request: str) -> str | None:
+    """The text the request gives after its colon (`run this on duckdb: SELECT ...`) when `value` is that text
+    cut short or with a space lost (`... GROUP BY regionORDER`): at least half of it, the same characters up
+    to where it stops."""
+    tail = _TAIL.search(request)
+    if tail is None:
+        return None
+    whole = tail.group(1)
+    squeezed, given = re.sub(r"\s+", "", whole), re.sub(r"\s+", "", value)
+    if len(given) * 2 < len(squeezed) or given == squeezed:
+        return None
+    common = 0
+    for a, b in zip(given, squeezed, strict=False):
+        if a != b:
+            break
+        common += 1
+    return whole if common >= len(given) - 2 and common * 2 >= len(squeezed) else None
 
 
 def _quoted_within(value: str, request: str) -> str | None:
@@ -187,6 +221,8 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         numbers = _CELL_RANGE.sub(" ", request)  # the 1 of `A1:F500` is a cell's, not a count or a row
         if any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\.?\d)", numbers) for form in written):
             return True
+        if float(item) in said_numbers(request):  # 2 for "insert two empty columns"
+            return True
         unit = asked_unit(name, spec)  # 180000 for `timeout_ms` is "3 minutes"
         return unit is not None and float(item) in said_in_unit(request, unit)
     forms = spoken_forms(name, spec, str(item))
@@ -199,8 +235,26 @@ def _said(item: Any, request: str, name: str, spec: Mapping[str, Any]) -> bool:
         or _same_clock_time(text, request)
         or not set(read_date(text)).isdisjoint(said_dates(request))
         or _same_duration(text, request)
+        or _same_uuid(text, request)
         or _named_in_pieces(text, request, name)
     )
+
+
+_UUID = re.compile(
+    r"(?<![0-9a-f])([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})(?![0-9a-f])", re.I
+)
+
+
+def _same_uuid(value: str, request: str) -> bool:
+    """`value` is a UUID the request holds, in any of its spellings (said_uuids)."""
+    match = _UUID.fullmatch(value.strip())
+    return match is not None and "-".join(match.groups()).lower() in said_uuids(request)
+
+
+def said_uuids(request: str) -> list[str]:
+    """The UUIDs the request holds, hyphenated or as the 32 hex digits a URL carries them in (a Notion page's
+    ".../Q1-Hiring-Plan-8f3c2a9d4b7e4e21a6c05d9f1b2e3a47"), each written `8-4-4-4-12` in lower case."""
+    return list(dict.fromkeys("-".join(match.groups()).lower() for match in _UUID.finditer(request)))
 
 
 def _same_duration(value: str, request: str) -> bool:
@@ -222,9 +276,18 @@ def _named_in_pieces(value: str, request: str, name: str) -> bool:
 
 
 def _in_slug(value: str, request: str) -> bool:
-    """`value` is one side of a slug of the request: `octo` and `app` of "octo/app" (an owner and a repository)."""
+    """`value` is one side of a slug of the request: `octo` and `app` of "octo/app" (an owner and a repository),
+    or a whole segment of the path of one of its URLs: `C02ABCD1234` of ".../archives/C02ABCD1234/p17...",
+    `octo`, `app` and `42` of "https://github.com/octo/app/pull/42"."""
     value = value.strip().casefold()
-    return bool(value) and any(value in slug.casefold().split("/") for slug in _SLUG.findall(request))
+    if not value or "/" in value:
+        return False
+    if any(value in slug.casefold().split("/") for slug in _SLUG.findall(request)):
+        return True
+    segments = (
+        segment for url in _URL.findall(request) for segment in re.split(r"[/?#&=]", url.casefold().split("://", 1)[-1])
+    )
+    return any(value == segment.rstrip(_TRAILING) for segment in segments)
 
 
 _CLOCK = re.compile(r"^0?(\d{1,2}):(\d{2})$")

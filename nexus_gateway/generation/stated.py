@@ -49,6 +49,7 @@ from typing import Any
 from nexus_gateway.generation.codes import unit_words
 from nexus_gateway.generation.dates import date_spans, read_date
 from nexus_gateway.generation.domains import has_domain
+from nexus_gateway.generation.durations import said_durations, said_numbers
 
 _STEM = 4
 _LONGER = 3
@@ -86,19 +87,19 @@ def _mapping(spec: Any, key: str) -> Mapping[str, Any]:
 
 
 def unstated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
-    """The optional booleans and enum choices whose values the request does not state (and are not the
-    schema's default)."""
+    """The optional booleans (every word of the name) and enum choices whose values the request does not state
+    (the schema's default too: sending it changes nothing, and left out it cannot be a wrong guess)."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     request_words = _words(request)
     unstated = []
     for name, value in arguments.items():
         spec = properties.get(name)
-        if name in required or not isinstance(spec, Mapping) or value == spec.get("default", object()):
+        if name in required or not isinstance(spec, Mapping):
             continue
-        if isinstance(value, bool):
+        if isinstance(value, bool):  # every word of its name: "search for TODO" does not state `literalSearch`
             words = [word for word in _words(name) if word not in _GENERIC] or _words(name)
-            if not _stated(words, request_words):
+            if not all(_stated([word], request_words) for word in words):
                 unstated.append(name)
         elif isinstance(spec.get("enum"), list) and isinstance(value, (str, int, float)):
             if not choice_stated(value, request, request_words):
@@ -128,7 +129,7 @@ def unstatable(request: str, schema: Mapping[str, Any]) -> list[str]:
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     request_words = _words(request)
-    digits = _DIGIT.search(request) is not None
+    digits = _DIGIT.search(request) is not None or bool(said_numbers(request) or said_durations(request))
     unfillable = []
     for name, spec in properties.items():
         if name in required or not isinstance(spec, Mapping) or "const" in spec:
@@ -284,6 +285,22 @@ def day_lists(request: str, schema: Mapping[str, Any]) -> dict[str, list[str]]:
                 found[name] = [spelled[day[:3]] for day in days]
                 break
     return found
+
+
+def switched_on(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
+    """The optional booleans every word of whose name the request states, with no negation before them
+    ("add the line ... in italics": `italic: true`; "search recursively": `recursive: true`): name -> True,
+    given after decoding whether the model wrote them or not."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    return {
+        name: True
+        for name, spec in properties.items()
+        if name not in required
+        and isinstance(spec, Mapping)
+        and spec.get("type") == "boolean"
+        and _switch(name, request) is True
+    }
 
 
 def _switch(name: str, request: str) -> bool | None:

@@ -189,3 +189,31 @@ def test_an_optional_string_that_only_repeats_a_quantity_another_argument_holds_
     assert quantity_echoes("timer for 5 minutes called tea", schema, {"duration": 300, "label": "tea"}) == []
     arguments, dropped = _grounded(request, schema, {"duration": 30, "label": "5 minutes"})
     assert (arguments, dropped) == ({"duration": 300}, ("label",))
+
+
+def test_two_said_dates_go_to_the_ends_of_the_range_their_cues_or_their_order_say():
+    day = {"type": "string", "description": "Use 'YYYY-MM-DD'."}
+    schema = _schema(start_time=day, end_time=day)
+    cued = "out of office from December 23, 2026 through January 2, 2027"
+    assert as_said(cued, schema, {"start_time": "2026-", "end_time": "2027-"}) == {
+        "start_time": "2026-12-23",
+        "end_time": "2027-01-02",
+    }
+    plain_order = "between March 1, 2025 and June 30, 2025"
+    fixed = as_said(plain_order, _schema(date_from=day, date_to=day), {"date_from": "2025-", "date_to": "2025-"})
+    assert fixed == {"date_from": "2025-03-01", "date_to": "2025-06-30"}
+
+
+def test_the_one_said_duration_fills_the_one_parameter_that_takes_a_span_of_time():
+    schema = _schema(hours_back={"type": "integer"}, entity_id={"type": "string"})
+    assert _grounded("the logbook for the past two days", schema, {}) == ({"hours_back": 48}, ())
+    assert _grounded("the logbook for the past two days", schema, {"hours_back": 48}) == ({"hours_back": 48}, ())
+    assert _grounded("the logbook for the kitchen", schema, {}) == ({}, ())
+
+
+def test_a_uuid_a_url_carries_as_32_hex_digits_is_the_one_a_uuid_parameter_takes():
+    schema = _schema(["page_id"], page_id={"type": "string", "format": "uuid"})
+    request = "read https://www.notion.so/acme/Q1-Plan-8f3c2a9d4b7e4e21a6c05d9f1b2e3a47"
+    garbled = {"page_id": "1b2e3a47-4e21-a6c0-5d9f-1b2e3a474e21"}
+    assert _grounded(request, schema, garbled) == ({"page_id": "8f3c2a9d-4b7e-4e21-a6c0-5d9f1b2e3a47"}, ())
+    assert ungrounded(request, schema, {"page_id": "8f3c2a9d-4b7e-4e21-a6c0-5d9f1b2e3a47"}) == []

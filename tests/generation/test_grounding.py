@@ -390,3 +390,22 @@ def test_the_requests_values_an_argument_set_leaves_out_are_named_when_it_uses_s
     docs = "context7: /vercel/next.js, how do middleware matchers work?"
     assert unused_values(docs, {"libraryId": "/vercel/next.js"}, ["npm-context7"]) == []
     assert ignores_request("what's in sales.xlsx, sheet Q1, cells A1:F30?", {"path": "sales.xlsx"}) == ["A1:F30"]
+
+
+def test_slips_in_copying_are_mended_from_the_request():
+    free = {"type": "object", "properties": {"query": {"type": "string"}, "file_path": {"type": "string"}}}
+    sql = "run this on duckdb: SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
+    cut = "SELECT region, SUM(amount) AS total FROM sales GROUP BY regionORDER"
+    assert as_written(sql, free, {"query": cut})["query"] == sql.split(": ", 1)[1]
+    assert as_written(sql, free, {"query": "SELECT region"}) == {"query": "SELECT region"}  # a part, not cut short
+    where = "which tests cover parse_invoice in billing/parsers.py?"
+    assert as_written(where, free, {"file_path": "/billing/parsers.py"}) == {"file_path": "billing/parsers.py"}
+
+
+def test_a_whole_segment_of_a_urls_path_and_a_number_said_in_words_are_said():
+    schema = {"type": "object", "properties": {"channel_id": {"type": "string"}, "count": {"type": "integer"}}}
+    link = "answer https://acme.slack.com/archives/C02ABCD1234/p1764950400123456 with 'ok'"
+    assert ungrounded(link, schema, {"channel_id": "C02ABCD1234"}) == []
+    assert ungrounded(link, schema, {"channel_id": "C02ABCD"}) == ["channel_id"]
+    assert ungrounded("insert two empty columns", schema, {"count": 2}) == []
+    assert ungrounded("insert one of the columns", schema, {"count": 1}) == ["count"]

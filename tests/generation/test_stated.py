@@ -7,6 +7,7 @@ from nexus_gateway.generation.stated import (
     free_text_optionals,
     one_place,
     stated_choices,
+    switched_on,
     topic_only,
     unstatable,
     unstated_choices,
@@ -315,3 +316,23 @@ def test_days_named_as_a_set_are_the_days_in_the_enums_spelling():
     assert day_lists("wake me at 9 on weekends", alarm) == {"repeat": ["Sat", "Sun"]}
     assert len(day_lists("remind me daily at 8", alarm)["repeat"]) == 7
     assert day_lists("an alarm at 7 tomorrow", alarm) == {}
+
+
+def test_an_optional_boolean_whose_words_the_request_states_is_switched_on_and_a_default_unstated_is_left_out():
+    schema = {
+        "type": "object",
+        "properties": {
+            "italic": {"type": "boolean"},
+            "recursive": {"type": "boolean"},
+            "literalSearch": {"type": "boolean", "default": False},
+            "format": {"type": "string", "enum": ["plain", "html"], "default": "plain"},
+        },
+    }
+    assert switched_on("add the line in italics", schema) == {"italic": True}
+    assert switched_on("add the line, not in italics", schema) == {}
+    assert switched_on("search the folder recursively", schema) == {"recursive": True}
+    assert unstated_choices("search for TODO", schema, {"literalSearch": False, "format": "plain"}) == [
+        "literalSearch",
+        "format",
+    ]
+    assert unstated_choices("search for TODO as plain text", schema, {"format": "plain"}) == []
