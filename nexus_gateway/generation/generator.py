@@ -56,6 +56,7 @@ from nexus_gateway.generation.stated import (
     day_lists,
     directed,
     free_text_optionals,
+    named_choices,
     one_place,
     stated_choices,
     switched_on,
@@ -387,6 +388,7 @@ def _grounded(
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
+    arguments |= {name: choice for name, choice in named_choices(query, schema).items() if name not in arguments}
     arguments = directed(query, schema, one_place(query, schema, arguments))
     arguments = without_nested_inventions(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))

@@ -287,6 +287,27 @@ def day_lists(request: str, schema: Mapping[str, Any]) -> dict[str, list[str]]:
     return found
 
 
+_NO_CHOICE = frozenset(("none", "all", "any", "default", "auto", "true", "false", "yes", "no", "other", "custom"))
+
+
+def named_choices(request: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The optional scalar enums exactly one of whose choices the request names in its words ("close issue
+    #1290": `state: closed`), a choice of four letters or more that says something (not `all`, `default`,
+    `none`): name -> choice, given after decoding where the model wrote none."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    words = _words(request)
+    found = {}
+    for name, spec in properties.items():
+        choices = spec.get("enum") if isinstance(spec, Mapping) else None
+        if name in required or not isinstance(choices, list) or len(choices) < 2:
+            continue
+        named = [choice for choice in choices if isinstance(choice, str) and choice_stated(choice, request, words)]
+        if len(named) == 1 and len(named[0]) >= 4 and named[0].lower() not in _NO_CHOICE:
+            found[name] = named[0]
+    return found
+
+
 def switched_on(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
     """The optional booleans every word of whose name the request states, with no negation before them
     ("add the line ... in italics": `italic: true`; "search recursively": `recursive: true`): name -> True,

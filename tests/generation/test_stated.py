@@ -5,6 +5,7 @@ from nexus_gateway.generation.stated import (
     day_lists,
     directed,
     free_text_optionals,
+    named_choices,
     one_place,
     stated_choices,
     switched_on,
@@ -336,3 +337,17 @@ def test_an_optional_boolean_whose_words_the_request_states_is_switched_on_and_a
         "format",
     ]
     assert unstated_choices("search for TODO as plain text", schema, {"format": "plain"}) == []
+
+
+def test_an_optional_enum_one_of_whose_choices_the_request_names_gets_that_choice():
+    schema = {
+        "type": "object",
+        "properties": {
+            "state": {"type": "string", "enum": ["open", "closed"]},
+            "scope": {"type": "string", "enum": ["all", "mine"]},
+            "sort": {"type": "string", "enum": ["created", "updated", "comments"]},
+        },
+    }
+    assert named_choices("close issue #1290 in grafana/dashboards", schema) == {"state": "closed"}
+    assert named_choices("show all issues", schema) == {}  # `all` says nothing
+    assert named_choices("issues created or updated today", schema) == {}  # two choices: not one
