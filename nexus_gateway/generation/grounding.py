@@ -199,6 +199,9 @@ def _mapping(spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def _values(value: Any, spec: Mapping[str, Any]) -> list[Any]:
     """The free scalar values inside one argument (lists and nested objects are walked)."""
+    choices = spec.get("enum")
+    if isinstance(choices, list) and not isinstance(value, (list, dict)) and value not in choices:
+        return [value]  # off a list the description gives (plain.py): a free value like any other
     if "enum" in spec or "const" in spec or isinstance(value, bool) or value is None or value == "":
         return []
     if isinstance(value, list):

@@ -10,6 +10,8 @@ they would pass such parameters by. `plain` gives them the same schema written f
                                                     keys win)
     {"anyOf": [S, {"type": "null"}], ...}         -> S's keys merged in (the outer keys win)
     {"type": ["string", "null"]}                  -> {"type": "string"}
+    {"type": "string", "description": "One of     -> the same with `"enum": ["list", "get"]` (listed.py)
+     \"list\", \"get\"."}
 
 at every depth (properties, items). Decoding and validation keep the tool's own schema: a value valid for
 the flat form is valid for the original (null is only left out), so the flat one is for reading only.
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from nexus_gateway.generation.listed import described_choices
 
 _DEPTH = 8
 _ALTERNATIVES = ("anyOf", "oneOf")
@@ -53,13 +57,21 @@ def _flat(spec: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...
     properties = flat.get("properties")
     if isinstance(properties, Mapping):
         flat["properties"] = {
-            name: _flat(member, root, seen, depth + 1) if isinstance(member, Mapping) else member
+            name: _listed(name, _flat(member, root, seen, depth + 1)) if isinstance(member, Mapping) else member
             for name, member in properties.items()
         }
     items = flat.get("items")
     if isinstance(items, Mapping):
         flat["items"] = _flat(items, root, seen, depth + 1)
     return flat
+
+
+def _listed(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` with the choices its description lists as its `enum` (listed.py), for a plain string."""
+    if spec.get("type") != "string" or any(key in spec for key in ("enum", "const", "format", "pattern")):
+        return spec
+    choices = described_choices(name, str(spec.get("description") or ""))
+    return {**spec, "enum": choices} if choices else spec
 
 
 def _resolved(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any] | None:

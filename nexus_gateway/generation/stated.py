@@ -102,8 +102,8 @@ def unstated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping
             if not all(_stated([word], request_words) for word in words):
                 unstated.append(name)
         elif isinstance(spec.get("enum"), list) and isinstance(value, (str, int, float)):
-            if not choice_stated(value, request, request_words):
-                unstated.append(name)
+            if value not in spec["enum"] or not choice_stated(value, request, request_words):
+                unstated.append(name)  # (a value off a list the description gives is none of its choices)
         elif (
             isinstance(value, list)
             and value
@@ -224,7 +224,9 @@ _NEGATION = re.compile(
 def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
     """`arguments` with choices the request states put in the place of those it does not:
 
-    an enum value the request does not state, where it names exactly one other (non-numeric) value of the
+    a value off the choices a description lists (listed.py: the grammar does not hold it to them) written as
+    the choice it spells otherwise (`contact` -> `contacts`), or as the one choice the request names; an enum
+    value the request does not state, where it names exactly one other (non-numeric) value of the
     enum as a whole word (`show_type: "regular"` -> `"imax"` for "IMAX movies"); a required enum value it
     does not state, where the request says any will do ("any restaurant is fine") and the enum has a
     wildcard (`dontcare`, `any`, `all`); a boolean whose words the request states, switched on, or off
@@ -243,6 +245,11 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             switched = _switch(name, request)
             if switched is not None:
                 fixed[name] = switched
+        elif isinstance(choices, list) and isinstance(value, str) and value not in choices:  # a described enum
+            spelled = [choice for choice in choices if isinstance(choice, str) and _same_word(choice, value)]
+            named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
+            if len(spelled) == 1 or len(named) == 1:
+                fixed[name] = spelled[0] if len(spelled) == 1 else named[0]
         elif isinstance(choices, list) and isinstance(value, str) and not choice_stated(value, request, request_words):
             named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
             wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]
@@ -251,6 +258,13 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
             elif name in required and not named and wildcard and _ANY_CUE.search(request):
                 fixed[name] = wildcard[0]
     return fixed
+
+
+def _same_word(choice: str, value: str) -> bool:
+    """`value` is `choice` in another case, number or separator (`contact` for `contacts`, `line items` for
+    `line_items`)."""
+    a, b = (re.sub(r"[\s_-]+", "_", text.strip().casefold()) for text in (choice, value))
+    return a == b or a in (b + "s", b + "es") or b in (a + "s", a + "es")
 
 
 _WEEK = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
