@@ -56,6 +56,7 @@ from nexus_gateway.generation.stated import (
     day_lists,
     directed,
     free_text_optionals,
+    full_names,
     named_choices,
     one_place,
     stated_choices,
@@ -388,8 +389,8 @@ def _grounded(
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
-    arguments |= {name: choice for name, choice in named_choices(query, schema).items() if name not in arguments}
-    arguments = directed(query, schema, one_place(query, schema, arguments))
+    arguments |= named_choices(query, schema, arguments)
+    arguments = full_names(query, schema, directed(query, schema, one_place(query, schema, arguments)))
     arguments = without_nested_inventions(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))
     unstated = (name for name in unstated_choices(query, schema, arguments) if name not in (said or {}))

@@ -304,10 +304,11 @@ def day_lists(request: str, schema: Mapping[str, Any]) -> dict[str, list[str]]:
 _NO_CHOICE = frozenset(("none", "all", "any", "default", "auto", "true", "false", "yes", "no", "other", "custom"))
 
 
-def named_choices(request: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+def named_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The optional scalar enums exactly one of whose choices the request names in its words ("close issue
-    #1290": `state: closed`), a choice of four letters or more that says something (not `all`, `default`,
-    `none`): name -> choice, given after decoding where the model wrote none."""
+    #1290": `state: closed`; "an animated movie": `genre: Animation`), a choice of four letters or more that
+    says something (not `all`, `default`, `none`), where the model wrote none or one the request does not
+    state: name -> choice."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     words = _words(request)
@@ -315,6 +316,8 @@ def named_choices(request: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     for name, spec in properties.items():
         choices = spec.get("enum") if isinstance(spec, Mapping) else None
         if name in required or not isinstance(choices, list) or len(choices) < 2:
+            continue
+        if name in arguments and choice_stated(arguments[name], request, words):
             continue
         named = [choice for choice in choices if isinstance(choice, str) and choice_stated(choice, request, words)]
         if len(named) == 1 and len(named[0]) >= 4 and named[0].lower() not in _NO_CHOICE:
@@ -491,6 +494,36 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
 
 
 _SAME_FOLDER = re.compile(r"\b(?:(?:in|into|to)\s+the\s+same\s+(?:folder|directory|dir|place)|next\s+to\s+it)\b", re.I)
+
+
+_FIRST_LAST = re.compile(
+    r"\bfirst name(?: is|:)?\s+([A-Z][\w'-]+)\b.{0,40}?\b(?:last|family|sur) ?name(?: is|:)?\s+([A-Z][\w'-]+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_PART_OF_NAME = frozenset(("first", "last", "given", "family", "sur", "middle", "user", "file", "nick", "display"))
+
+
+def full_names(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with a person's-name parameter (`full_name`, `recipientName`, at any depth: `guest.full_name`;
+    not `first_name`, `username`, `file_name`) that holds one of the names
+    the request gives as a first and a last name ("first name Priya, last name Raman") holding both:
+    `Priya Raman`."""
+    said = _FIRST_LAST.search(request)
+    if said is None:
+        return dict(arguments)
+    first, last = said.group(1), said.group(2)
+    whole = f"{first} {last}"
+
+    def fixed(name: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: fixed(key, item) for key, item in value.items()}
+        words = _words(name)
+        whole_name = words[-1:] == ["name"] and not _PART_OF_NAME & set(words)
+        if isinstance(value, str) and whole_name and value.strip() in (first, last):
+            return whole
+        return value
+
+    return {name: fixed(name, value) for name, value in arguments.items()}
 
 
 def _moved_file(

@@ -5,6 +5,7 @@ from nexus_gateway.generation.stated import (
     day_lists,
     directed,
     free_text_optionals,
+    full_names,
     named_choices,
     one_place,
     stated_choices,
@@ -348,6 +349,18 @@ def test_an_optional_enum_one_of_whose_choices_the_request_names_gets_that_choic
             "sort": {"type": "string", "enum": ["created", "updated", "comments"]},
         },
     }
-    assert named_choices("close issue #1290 in grafana/dashboards", schema) == {"state": "closed"}
-    assert named_choices("show all issues", schema) == {}  # `all` says nothing
-    assert named_choices("issues created or updated today", schema) == {}  # two choices: not one
+    assert named_choices("close issue #1290 in grafana/dashboards", schema, {}) == {"state": "closed"}
+    assert named_choices("close issue #1290", schema, {"state": "open"}) == {"state": "closed"}
+    assert named_choices("keep issue #1290 open, close #1291", schema, {"state": "open"}) == {}  # open is stated
+    assert named_choices("show all issues", schema, {}) == {}  # `all` says nothing
+    assert named_choices("issues created or updated today", schema, {}) == {}  # two choices: not one
+
+
+def test_a_persons_name_given_as_a_first_and_a_last_name_fills_a_full_name_parameter_whole():
+    request = "Book it. Guest first name Priya, last name Raman, email priya@example.com"
+    arguments = {"guest": {"full_name": "Priya", "email": "priya@example.com"}, "first_name": "Priya"}
+    assert full_names(request, {}, arguments) == {
+        "guest": {"full_name": "Priya Raman", "email": "priya@example.com"},
+        "first_name": "Priya",  # a part of a name stays a part
+    }
+    assert full_names("send it to Priya", {}, {"recipient_name": "Priya"}) == {"recipient_name": "Priya"}
