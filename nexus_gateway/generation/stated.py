@@ -215,7 +215,8 @@ _ANY_CUE = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    r"\b(?:no|not|without|never|non|don't|dont|doesn't|do not|does not|exclude|excluding|skip|disable|disabled)"
+    r"\b(?:no|not|without|never|non|don't|dont|doesn't|do not|does not|exclude|excluding|skip|disable|disabled|off"
+    r"|stop|mute)"
     r"\W*(?:\w+\W+){0,2}$",
     re.IGNORECASE,
 )
@@ -325,12 +326,16 @@ def named_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[st
     return found
 
 
+_QUANTIFIERS = frozenset(("all", "any", "only", "every"))
+
+
 def switched_on(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
     """The optional booleans every word of whose name the request states, with no negation before them
     ("add the line ... in italics": `italic: true`; "search recursively": `recursive: true`): name -> True,
     given after decoding whether the model wrote them or not."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
+    said = set(_words(request))
     return {
         name: True
         for name, spec in properties.items()
@@ -338,6 +343,7 @@ def switched_on(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
         and isinstance(spec, Mapping)
         and spec.get("type") == "boolean"
         and _switch(name, request) is True
+        and all(word in said for word in _words(name) if word in _QUANTIFIERS)  # "the pods": not `allNamespaces`
     }
 
 

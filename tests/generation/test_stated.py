@@ -333,6 +333,13 @@ def test_an_optional_boolean_whose_words_the_request_states_is_switched_on_and_a
     assert switched_on("add the line in italics", schema) == {"italic": True}
     assert switched_on("add the line, not in italics", schema) == {}
     assert switched_on("search the folder recursively", schema) == {"recursive": True}
+    pods = {
+        "type": "object",
+        "properties": {"allNamespaces": {"type": "boolean"}, "notifications": {"type": "boolean"}},
+    }
+    assert switched_on("list the pods in namespace payments", pods) == {}  # "all" is not said
+    assert switched_on("list the pods in all namespaces", pods) == {"allNamespaces": True}
+    assert switched_on("turn off notifications", pods) == {}
     assert unstated_choices("search for TODO", schema, {"literalSearch": False, "format": "plain"}) == [
         "literalSearch",
         "format",
