@@ -109,10 +109,24 @@ def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, 
         if found is None:
             found = _slipped_identifier(value, request) or _quoted_within(value, request) or _relative(value, request)
         if found is None:
-            found = _cut_tail(value, request)
+            found = _cut_tail(value, request) or _without_other_value(value, request, arguments, name)
         if found is not None and found != value:
             written[name] = found
     return written
+
+
+def _without_other_value(value: str, request: str, arguments: Mapping[str, Any], name: str) -> str | None:
+    """The request's word that `value` is with another argument's value joined to it (`frontend-service` for
+    "the frontend service" when `resourceType` is `service`; `payments_deployment`)."""
+    for other, held in arguments.items():
+        if other == name or not isinstance(held, str) or len(held.strip()) < 3:
+            continue
+        joined = re.escape(held.strip())
+        rest = re.fullmatch(rf"(?:{joined}[-_ ](.+)|(.+?)[-_ ]{joined})", value.strip(), re.IGNORECASE)
+        found = _found(rest.group(1) or rest.group(2), request) if rest else None
+        if found is not None:
+            return found
+    return None
 
 
 def _relative(value: str, request: str) -> str | None:

@@ -398,6 +398,10 @@ def test_slips_in_copying_are_mended_from_the_request():
     cut = "SELECT region, SUM(amount) AS total FROM sales GROUP BY regionORDER"
     assert as_written(sql, free, {"query": cut})["query"] == sql.split(": ", 1)[1]
     assert as_written(sql, free, {"query": "SELECT region"}) == {"query": "SELECT region"}  # a part, not cut short
+    forward = {"type": "object", "properties": {"resourceType": {"type": "string"}, "resourceName": {"type": "string"}}}
+    joined = {"resourceType": "service", "resourceName": "frontend-service"}
+    assert as_written("forward 8080 to the frontend service", forward, joined)["resourceName"] == "frontend"
+    assert as_written("restart the frontend-service pod", forward, joined)["resourceName"] == "frontend-service"
     where = "which tests cover parse_invoice in billing/parsers.py?"
     assert as_written(where, free, {"file_path": "/billing/parsers.py"}) == {"file_path": "billing/parsers.py"}
 
