@@ -45,6 +45,7 @@ from nexus_gateway.generation.grounding import (
     as_written,
     invented_optional,
     narrowed_schema,
+    stated_values,
     ungrounded,
     without_nested_inventions,
 )
@@ -58,6 +59,7 @@ from nexus_gateway.generation.stated import (
     free_text_optionals,
     full_names,
     named_choices,
+    named_parameters,
     one_place,
     stated_choices,
     switched_on,
@@ -305,6 +307,19 @@ class ArgumentGenerator:
             plan, how, decoded = await self._decode(session, record, query, plan, how, keep=keep)
         schema, key = record.input_schema, record.content_hash or None
         arguments, dropped = _grounded(query, view, parse_object(decoded.text), said)
+        left = [name for name in named_parameters(query, view) if name not in unfillable and name not in said]
+        if arguments is not None and not plan.empty and not narrowed and any(n not in arguments for n in left):
+            # the request names them with their values ("subject Sick day") and the model closed before them:
+            # decoded once more with them required, kept when the request says more of the result
+            wanted = grammar_for(_without(_requiring(schema, left), unfillable))
+            again_how = self._decoding(wanted, chosen, query, how.copied_only)
+            wanted, again_how, again = await self._decode(session, record, query, wanted, again_how, keep=False)
+            second, second_dropped = _grounded(query, view, parse_object(again.text), said)
+            if second is not None and stated_values(query, second, view) > stated_values(query, arguments, view):
+                arguments, dropped, plan, how = second, second_dropped, wanted, again_how
+                decoded = _combined(decoded, again, keep_second=True)
+            else:
+                decoded = _combined(decoded, again, keep_second=False)
         problems = self._problems(schema, arguments, key, how.max_tokens)
         repaired: list[str] = []
         retries = 0
@@ -367,6 +382,29 @@ class ArgumentGenerator:
         if arguments is None:
             return (f"the arguments did not close within {budget} + {CLOSING_TOKENS} tokens",)
         return tuple(schema_problems(schema, arguments, key=key))
+
+
+def _requiring(schema: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """`schema` with the parameters `names` required too, for decoding only."""
+    required = list(schema.get("required") or [])
+    return {**schema, "required": required + [name for name in names if name not in required]}
+
+
+def _combined(first: Decoded, second: Decoded, *, keep_second: bool) -> Decoded:
+    """The decoding kept (its text, placement, cut), with the tokens, passes and time of both: the trace
+    counts all the work, and the first token came in the first one."""
+    kept = second if keep_second else first
+    return Decoded(
+        kept.text,
+        kept.complete,
+        kept.placement,
+        first.n_tokens + second.n_tokens,
+        first.ttft_s,
+        first.total_s + second.total_s,
+        closed_early=kept.closed_early,
+        passes=first.passes + second.passes,
+        cut=kept.cut,
+    )
 
 
 def _without(schema: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:

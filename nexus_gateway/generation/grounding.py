@@ -414,22 +414,23 @@ def invented_optional(request: str, schema: Mapping[str, Any], arguments: Mappin
 def without_nested_inventions(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
     """`arguments` without the optional members of their nested objects (at any depth, in lists too) that
     hold a free value the request does not contain: `guest: {full_name: "Marcus Lee", email:
-    "marcus@example.com"}` for "guest name Marcus Lee" keeps the name only. An optional argument left an
-    empty object is left out too. `schema` is read as written: give it `plain.plain`'s flat form."""
+    "marcus@example.com"}` for "guest name Marcus Lee" keeps the name only; an empty object in a list is left
+    out, and so is an optional argument this leaves an empty object or list. `schema` is read as written: give
+    it `plain.plain`'s flat form."""
     properties = _mapping(schema, "properties")
     required = set(schema.get("required") or ())
     kept: dict[str, Any] = {}
     for name, value in arguments.items():
         trimmed = _trimmed(request, name, value, _mapping(properties, name))
-        if trimmed != {} or value == {} or name in required:
+        if trimmed not in ({}, []) or value in ({}, []) or name in required:
             kept[name] = trimmed
     return kept
 
 
 def _trimmed(request: str, name: str, value: Any, spec: Mapping[str, Any]) -> Any:
-    if isinstance(value, list):  # an object all of whose members were invented is itself invented
-        trimmed = [(item, _trimmed(request, name, item, _mapping(spec, "items"))) for item in value]
-        return [kept for item, kept in trimmed if kept != {} or item == {}]
+    if isinstance(value, list):  # an object all of whose members were invented is itself invented, an empty one too
+        trimmed = [_trimmed(request, name, item, _mapping(spec, "items")) for item in value]
+        return [kept for kept in trimmed if kept != {}]
     if not isinstance(value, dict):
         return value
     members = _mapping(spec, "properties")

@@ -326,6 +326,35 @@ def named_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[st
     return found
 
 
+_NAMED_VALUE = re.compile(
+    r"""\s*(?:(?:it|as|named|called)\s+\w|[=:]\s*\S|(?:is\s+)?(?:["'`]|[\w.+-]+@|https?://|[~/.]*/|\d|[A-Z]|#))"""
+)
+"""What follows a parameter's name when the request gives its value there: a quote, an address, a URL, a
+path, a number or a capitalized word, maybe after "it", "as", "named" or a colon."""
+
+
+def named_parameters(request: str, schema: Mapping[str, Any]) -> list[str]:
+    """The optional parameters the request names with their value right after the name ("to hr@x.com, cc
+    tom@x.com, subject Sick day", "a slide titled Q3 Roadmap", "label it wontfix"), in the order named. The
+    name's words must be the request's, in order (inflected: "titled" names `title`); "reply to the thread"
+    names no `to`: no value follows."""
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    tokens = list(re.finditer(r"[A-Za-z]+", request))
+    found = []
+    for name in properties:
+        words = _words(name)
+        if name in required or not words or any(not word.isalpha() for word in words):
+            continue
+        for i in range(len(tokens) - len(words) + 1):
+            run = tokens[i : i + len(words)]
+            named = all(_begins(word, token.group(0).lower()) for word, token in zip(words, run, strict=True))
+            if named and _NAMED_VALUE.match(request, run[-1].end()):
+                found.append((run[0].start(), name))
+                break
+    return [name for _, name in sorted(found)]
+
+
 _QUANTIFIERS = frozenset(("all", "any", "only", "every"))
 
 

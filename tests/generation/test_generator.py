@@ -237,3 +237,33 @@ async def test_the_real_model_puts_a_value_under_the_parameter_it_names(gen_runt
     request = "Grant read permission to the user 'dana' on the Postgres database."
     arguments = await generate_with_the_real_model(gen_runtime, GRANT, request)
     assert arguments == {"database_name": "Postgres", "username": "dana", "permission": "read"}
+
+
+DRAFT = tool(
+    "draft_message",
+    {"user": {"type": "string"}, "subject": {"type": "string"}, "to": {"type": "string"}, "cc": {"type": "string"}},
+    ["user"],
+)
+
+
+async def test_parameters_the_request_names_with_their_values_are_decoded_again_as_required_when_left_out():
+    request = "draft as ann@x.com: to hr@x.com, cc tom@x.com, subject Sick day"
+    engine = ScriptedEngine(
+        decoded('{"user": "ann@x.com", "subject": "Sick day"}'),
+        decoded('{"user": "ann@x.com", "subject": "Sick day", "to": "hr@x.com", "cc": "tom@x.com"}'),
+    )
+    generated = await ArgumentGenerator(engine).generate(Session(0), DRAFT, request)
+    assert generated.arguments == {"user": "ann@x.com", "subject": "Sick day", "to": "hr@x.com", "cc": "tom@x.com"}
+    second = engine.decoded[1][1].grammar
+    assert second != engine.decoded[0][1].grammar and generated.n_tokens == 24  # both decodings counted
+    # a second decoding that says no more of the request is not kept
+    engine = ScriptedEngine(
+        decoded('{"user": "ann@x.com", "subject": "Sick day"}'),
+        decoded('{"user": "ann@x.com", "subject": "Sick day", "to": "boss@y.com", "cc": "z@y.com"}'),
+    )
+    generated = await ArgumentGenerator(engine).generate(Session(0), DRAFT, request)
+    assert generated.arguments == {"user": "ann@x.com", "subject": "Sick day"}
+    # nothing named and left out: one decoding
+    engine = ScriptedEngine(decoded('{"user": "ann@x.com", "subject": "Sick day"}'))
+    await ArgumentGenerator(engine).generate(Session(0), DRAFT, "draft as ann@x.com, subject Sick day")
+    assert len(engine.decoded) == 1

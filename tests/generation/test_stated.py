@@ -7,6 +7,7 @@ from nexus_gateway.generation.stated import (
     free_text_optionals,
     full_names,
     named_choices,
+    named_parameters,
     one_place,
     stated_choices,
     switched_on,
@@ -371,3 +372,15 @@ def test_a_persons_name_given_as_a_first_and_a_last_name_fills_a_full_name_param
         "first_name": "Priya",  # a part of a name stays a part
     }
     assert full_names("send it to Priya", {}, {"recipient_name": "Priya"}) == {"recipient_name": "Priya"}
+
+
+def test_parameters_are_named_when_their_value_follows_their_name():
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in ("to", "cc", "subject", "title", "labels")},
+    }
+    request = "draft to hr@x.com, cc tom@x.com, subject Sick day"
+    assert named_parameters(request, schema) == ["to", "cc", "subject"]
+    assert named_parameters("reply to the thread, the subject is fine", schema) == []
+    assert named_parameters("add a slide titled Q3 Roadmap", schema) == ["title"]
+    assert named_parameters("close it and label it wontfix", schema) == ["labels"]
