@@ -357,8 +357,10 @@ def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[st
     for name, value in arguments.items():
         spec = _mapping(properties, name)
         items = _values(value, spec)
-        rest = _without_quotes_held(request, {other: given for other, given in arguments.items() if other != name})
-        said = [item for item in items if _said(item, rest, name, spec)]
+        others = {other: given for other, given in arguments.items() if other != name}
+        rest = _without_quotes_held(request, others)
+        counted = _without_values_held(rest, others)
+        said = [item for item in items if _said(item, counted if _is_number(item) else rest, name, spec)]
         echoed = sum(echoes(item, request) for item in said)
         result[name] = Grounding(len(said), len(items), echoed)
     return result
@@ -372,6 +374,20 @@ def _without_quotes_held(request: str, others: Mapping[str, Any]) -> str:
     for span in _quoted(request):
         if span.strip().casefold() in held:
             request = request.replace(span, " " * len(span))
+    return request
+
+
+def _is_number(item: Any) -> bool:
+    return isinstance(item, (int, float)) and not isinstance(item, bool)
+
+
+def _without_values_held(request: str, others: Mapping[str, Any]) -> str:
+    """`request` with the other arguments' string values blanked out where it holds them: a number is not
+    the request's when only another value holds it (`number_of_seats: 1` from "to 1 Ferry Building" once
+    `destination` holds the address)."""
+    for value in others.values():
+        if isinstance(value, str) and len(value.strip()) > 2 and (found := _found(value, request)):
+            request = request.replace(found, " " * len(found))
     return request
 
 

@@ -413,3 +413,12 @@ def test_a_whole_segment_of_a_urls_path_and_a_number_said_in_words_are_said():
     assert ungrounded(link, schema, {"channel_id": "C02ABCD"}) == ["channel_id"]
     assert ungrounded("insert two empty columns", schema, {"count": 2}) == []
     assert ungrounded("insert one of the columns", schema, {"count": 1}) == ["count"]
+
+
+def test_a_number_only_inside_another_arguments_value_is_not_said():
+    schema = {"type": "object", "properties": {"destination": {"type": "string"}, "seats": {"type": "integer"}}}
+    request = "a shared ride for two people to 1 Ferry Building, San Francisco"
+    address = "1 Ferry Building, San Francisco"
+    assert ungrounded(request, schema, {"destination": address, "seats": 1}) == ["seats"]
+    assert ungrounded(request, schema, {"destination": address, "seats": 2}) == []  # "two"
+    assert ungrounded("a table for 4 at 123 Main St", schema, {"destination": "123 Main St", "seats": 4}) == []
