@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexus_gateway.generation.dates import read_date, said_dates
-from nexus_gateway.generation.domains import spoken_forms, time_zones
+from nexus_gateway.generation.domains import has_domain, spoken_forms, time_zones
 from nexus_gateway.generation.durations import asked_unit, compact_seconds, said_in_unit, said_numbers, said_seconds
 
 _GLUED_BEFORE = r"(?<![\w/\\~.-])"
@@ -358,7 +358,7 @@ def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[st
         spec = _mapping(properties, name)
         items = _values(value, spec)
         others = {other: given for other, given in arguments.items() if other != name}
-        rest = _without_quotes_held(request, others)
+        rest = _without_urls_held(_without_quotes_held(request, others), others)
         counted = _without_values_held(rest, others)
         said = [item for item in items if _said(item, counted if _is_number(item) else rest, name, spec)]
         echoed = sum(echoes(item, request) for item in said)
@@ -374,6 +374,18 @@ def _without_quotes_held(request: str, others: Mapping[str, Any]) -> str:
     for span in _quoted(request):
         if span.strip().casefold() in held:
             request = request.replace(span, " " * len(span))
+    return request
+
+
+def _without_urls_held(request: str, others: Mapping[str, Any]) -> str:
+    """`request` with the URLs another argument holds (at any depth) blanked out: a segment of a URL that is
+    passed whole is not a value of its own (`projectSlug: "acme"` beside `projectURL:
+    "https://app.circleci.com/pipelines/gh/acme/api/1432"`)."""
+    held = "\n".join(_strings(dict(others)))
+    for url in _URL.findall(request):
+        url = url.rstrip(_TRAILING)
+        if url in held:
+            request = request.replace(url, " " * len(url))
     return request
 
 
@@ -454,9 +466,10 @@ def _trimmed(request: str, name: str, value: Any, spec: Mapping[str, Any]) -> An
     kept = {}
     for key, item in value.items():
         member = _mapping(members, key)
+        rest = _without_urls_held(request, {other: given for other, given in value.items() if other != key})
         if isinstance(item, (dict, list)):
             kept[key] = _trimmed(request, key, item, member)
-        elif key in required or all(_said(free, request, key, member) for free in _values(item, member)):
+        elif key in required or all(_said(free, rest, key, member) for free in _values(item, member)):
             kept[key] = item
     return kept
 
@@ -541,7 +554,21 @@ def _fits_shape(value: str, name: str, spec: Mapping[str, Any]) -> bool:
     if not kind and name.lower().endswith("symbol") and _STOCK_SYMBOL.search(str(spec.get("description") or "")):
         kind = "ticker"
     shape = _SHAPES.get(kind)
-    return shape is None or shape.fullmatch(value.strip()) is not None
+    fits = shape is None or shape.fullmatch(value.strip()) is not None
+    return fits and (has_domain(name, spec) or _like_examples(value, spec))  # "UTC" is a zone like "Asia/Tokyo"
+
+
+_EXAMPLES = re.compile(
+    r"""(?:e\.g\.?|for example|such as|example:?)\s*,?\s*\(?((?:["'`][^"'`\s]{2,80}["'`][\s,or]*)+)""", re.I
+)
+
+
+def _like_examples(value: str, spec: Mapping[str, Any]) -> bool:
+    """A value has the separators every example its description gives has: a `/` for `"gh/organization/project"`
+    (not `ENG-88`), a `:` for `` `arxiv:1706.03762` ``; any value fits a description that gives none."""
+    found = _EXAMPLES.search(str(spec.get("description") or ""))
+    examples = re.findall(r"""["'`]([^"'`\s]{2,80})["'`]""", found.group(1)) if found else []
+    return not examples or all(mark in value for mark in "/:" if all(mark in example for example in examples))
 
 
 def _spans(pattern: re.Pattern[str], request: str) -> list[str]:

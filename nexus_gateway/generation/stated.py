@@ -249,8 +249,11 @@ def stated_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[s
         elif isinstance(choices, list) and isinstance(value, str) and value not in choices:  # a described enum
             spelled = [choice for choice in choices if isinstance(choice, str) and _same_word(choice, value)]
             named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
-            if len(spelled) == 1 or len(named) == 1:
-                fixed[name] = spelled[0] if len(spelled) == 1 else named[0]
+            held = {other for key, other in arguments.items() if key != name and isinstance(other, str)}
+            if len(spelled) == 1:
+                fixed[name] = spelled[0]
+            elif len(named) == 1 and named[0] not in held:  # named once, and another parameter has it already
+                fixed[name] = named[0]
         elif isinstance(choices, list) and isinstance(value, str) and not choice_stated(value, request, request_words):
             named = [c for c in choices if isinstance(c, str) and not c.strip().isdigit() and _named_choice(c, request)]
             wildcard = [c for c in choices if isinstance(c, str) and c.strip().lower() in _WILDCARDS]

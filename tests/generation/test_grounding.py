@@ -16,6 +16,7 @@ from nexus_gateway.generation.grounding import (
     without_nested_inventions,
 )
 
+ZONE_SPEC = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York')"}
 CURRENT = {
     "type": "object",
     "properties": {"timezone": {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York')"}},
@@ -422,3 +423,26 @@ def test_a_number_only_inside_another_arguments_value_is_not_said():
     assert ungrounded(request, schema, {"destination": address, "seats": 1}) == ["seats"]
     assert ungrounded(request, schema, {"destination": address, "seats": 2}) == []  # "two"
     assert ungrounded("a table for 4 at 123 Main St", schema, {"destination": "123 Main St", "seats": 4}) == []
+
+
+def test_a_segment_of_a_url_another_argument_passes_whole_is_not_a_value_of_its_own():
+    schema = {"type": "object", "properties": {"channel_id": {"type": "string"}, "url": {"type": "string"}}}
+    request = "answer https://acme.slack.com/archives/C02ABCD1234/p17 with ok"
+    url = "https://acme.slack.com/archives/C02ABCD1234/p17"
+    assert ungrounded(request, schema, {"channel_id": "C02ABCD1234"}) == []
+    assert ungrounded(request, schema, {"channel_id": "C02ABCD1234", "url": url}) == ["channel_id"]
+    nested = {"type": "object", "properties": {"params": {"type": "object", "properties": schema["properties"]}}}
+    trimmed = without_nested_inventions(request, nested, {"params": {"channel_id": "C02ABCD1234", "url": url}})
+    assert trimmed == {"params": {"url": url}}
+
+
+def test_a_value_without_the_separators_every_example_of_its_description_has_does_not_fit():
+    slug = {"type": "string", "description": 'The project slug (e.g., "gh/organization/project").'}
+    paper = {"type": "string", "description": "A paper id such as `arxiv:1706.03762` or `pmid:40953549`."}
+    schema = {"type": "object", "properties": {"projectSlug": slug, "paperId": paper, "timezone": ZONE_SPEC}}
+    request = "log 2h on ENG-88 for gh/acme/api, see arxiv:1706.03762 and 2005.14165, in UTC"
+    assert ungrounded(request, schema, {"projectSlug": "ENG-88"}) == ["projectSlug"]
+    assert ungrounded(request, schema, {"projectSlug": "gh/acme/api"}) == []
+    assert ungrounded(request, schema, {"paperId": "2005.14165"}) == ["paperId"]
+    assert ungrounded(request, schema, {"paperId": "arxiv:1706.03762"}) == []
+    assert ungrounded(request, schema, {"timezone": "UTC"}) == []  # a zone is read by its own rules

@@ -41,3 +41,12 @@ def test_a_value_off_the_described_list_becomes_the_choice_it_spells_or_the_one_
     assert fixed == {"objectType": "deals"}
     # a value off the list that nothing mends is a free value: the request must hold it
     assert ungrounded("find my stuff", view, {"objectType": "widgets"}) == ["objectType"]
+
+
+def test_the_choice_the_request_names_is_not_given_to_a_second_parameter_that_already_has_it():
+    types = {"type": "string", "description": "Valid values include: companies, contacts, deals."}
+    properties = {"objectType": types, "toObjectType": types, "objectId": {"type": "string"}}
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    arguments = {"objectType": "hubspot_objects", "objectId": "acme.com", "toObjectType": "contacts"}
+    fixed, _ = _grounded("find hubspot contacts with an acme.com email", plain(schema), arguments)
+    assert fixed == arguments  # the one choice named is toObjectType's: objectType stays what the model wrote
