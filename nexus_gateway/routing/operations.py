@@ -55,6 +55,7 @@ _KINDS: dict[str, frozenset[str]] = {
     ),
     DELETE: _words(
         "delete remove drop uninstall destroy purge erase forget clear cancel stop unwatch unsubscribe unfollow"
+        " nuke wipe trash zap scrap ditch kill"
     ),
 }
 _NAMING = _words("send run execute trigger start launch")

@@ -85,6 +85,12 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
             "the request asks a question, and insert-many creates",
         ),
         ("is PROJ-7 done yet?", "jira_delete_issue", [], "the request asks a question, and jira_delete_issue deletes"),
+        (
+            "nuke the email_1 index on the users collection",
+            "rename-collection",
+            ["drop-index"],
+            "the request asks to nuke, and rename-collection changes",
+        ),
     ],
 )
 def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_verb_is_a_conflict(
@@ -114,6 +120,7 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("where is the drive from Lyon to Geneva", "maps_distance_matrix", []),  # its name states no operation
         ("how do I create a bucket?", "create_bucket", []),  # asks how a thing is done: no question read
         ("how do I delete a branch?", "list_branches", []),
+        ("wipe the cache folder /tmp/cache", "delete_directory", []),  # slang for deleting
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
