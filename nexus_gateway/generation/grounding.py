@@ -359,8 +359,7 @@ def _per_argument(request: str, schema: Mapping[str, Any], arguments: Mapping[st
         items = _values(value, spec)
         others = {other: given for other, given in arguments.items() if other != name}
         rest = _without_urls_held(_without_quotes_held(request, others), others)
-        counted = _without_values_held(rest, others)
-        said = [item for item in items if _said(item, counted if _is_number(item) else rest, name, spec)]
+        said = [item for item in items if _said(item, rest, name, spec)]
         echoed = sum(echoes(item, request) for item in said)
         result[name] = Grounding(len(said), len(items), echoed)
     return result
@@ -386,20 +385,6 @@ def _without_urls_held(request: str, others: Mapping[str, Any]) -> str:
         url = url.rstrip(_TRAILING)
         if url in held:
             request = request.replace(url, " " * len(url))
-    return request
-
-
-def _is_number(item: Any) -> bool:
-    return isinstance(item, (int, float)) and not isinstance(item, bool)
-
-
-def _without_values_held(request: str, others: Mapping[str, Any]) -> str:
-    """`request` with the other arguments' string values blanked out where it holds them: a number is not
-    the request's when only another value holds it (`number_of_seats: 1` from "to 1 Ferry Building" once
-    `destination` holds the address)."""
-    for value in others.values():
-        if isinstance(value, str) and len(value.strip()) > 2 and (found := _found(value, request)):
-            request = request.replace(found, " " * len(found))
     return request
 
 
