@@ -334,16 +334,7 @@ class ArgumentGenerator:
                 second, steps = _mended(schema, second, ["retried"])
                 second_problems = self._problems(schema, second, key, how.max_tokens)
                 if len(second_problems) <= len(problems):
-                    decoded = Decoded(
-                        again.text,
-                        again.complete,
-                        again.placement,
-                        decoded.n_tokens + again.n_tokens,
-                        decoded.ttft_s,
-                        decoded.total_s + again.total_s,
-                        closed_early=again.closed_early,
-                        passes=decoded.passes + again.passes,
-                    )
+                    decoded = _combined(decoded, again, keep_second=True)
                     arguments, dropped, problems, repaired = second, second_dropped, second_problems, steps
         if problems and arguments is not None:  # last: leave out what fails and is not required
             arguments, left_out = without_invalid(schema, arguments)

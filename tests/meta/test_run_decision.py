@@ -437,14 +437,6 @@ async def test_a_sure_decisive_tool_whose_name_does_another_kind_of_thing_than_t
     core = Core([("jira__get_project_fields", 0.7), ("jira__create_issue", 0.65)])
     fills = {
         "jira__get_project_fields": {"project": "WEB"},
-        "excel__describe_sheet": {
-            "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}},
-            "required": ["path", "sheet"],
-        },
-        "excel__read_range": {
-            "properties": {"path": {"type": "string"}, "sheet": {"type": "string"}, "range": {"type": "string"}},
-            "required": ["path", "sheet"],
-        },
         "jira__create_issue": {"project": "WEB", "summary": "checkout is broken"},
     }
     engine = Engine({"jira__get_project_fields": -10.0, "jira__create_issue": -25.0})
