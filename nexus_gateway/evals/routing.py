@@ -26,7 +26,8 @@ from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
 from nexus_gateway.routing.mentions import mention_bonus, product_words
-from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms, own_name
+from nexus_gateway.routing.operations import misfit_penalty
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -65,6 +66,7 @@ class ToolPool:
         self.names = [tool["name"] for tool in tools]
         self.servers = np.array([tool.get("server", "") for tool in tools], dtype=object)
         self.name_terms = [name_terms(tool["name"], tool.get("server", "")) for tool in tools]
+        self.own_names = [own_name(tool["name"], tool.get("server", "")) for tool in tools]
         self.products = product_words(
             (tool["server"], tool["name"].removeprefix(f"{tool['server']}__"), tool.get("description") or "")
             for tool in tools
@@ -179,6 +181,7 @@ def score_cases(
         if method == "linear":  # as the gateway's index scores (hybrid.py)
             said = name_coverage(set(terms), [pool.name_terms[c] for c in candidates])
             fused = fused + mention_bonus(case.query, pool.servers[candidates], pool.products) + NAME_WEIGHT * said
+            fused = fused - misfit_penalty(case.query, [pool.own_names[c] for c in candidates], fused)
         best = top_k(fused, 2)
         margin = gate.margin([float(fused[i]) for i in best])
         order = np.lexsort((right, -fused))[:keep]  # right tools last among ties

@@ -17,7 +17,8 @@ from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.mentions import Products, mention_bonus, product_words
-from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms, own_name
+from nexus_gateway.routing.operations import misfit_penalty
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields
 from nexus_gateway.routing.slb import SemanticLookasideBuffer
@@ -66,6 +67,8 @@ class HybridRetriever:
         self.name_terms: list[frozenset[str]] = []
         """Each searchable tool's `names.name_terms`, in the order of `names`."""
         self.products: Products = {}
+        self.own_names: list[str] = []
+        """Each searchable tool's name without its server's prefix (`names.own_name`), in the order of `names`."""
         """The searchable servers' product words (`mentions.product_words`)."""
         self._examples: dict[str, Sequence[str]] = {}
         self.method = method
@@ -182,11 +185,12 @@ class HybridRetriever:
             self.slb, self.lexical, self.rows, self.names = slb, lexical, rows, names
             self.servers, self.name_terms = np.array(servers, dtype=object), terms
             self.products = products
+            self.own_names = [own_name(name, server) for name, server in zip(names, servers, strict=True)]
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self._lock:
             slb, lexical, rows, names, servers = self.slb, self.lexical, self.rows, self.names, self.servers
-            terms, products = self.name_terms, self.products
+            terms, products, own = self.name_terms, self.products, self.own_names
         if not len(slb):
             return []
         request, query = query, routing_text(query)
@@ -205,6 +209,8 @@ class HybridRetriever:
         if not slb.large:
             everyone = range(len(names))
             scores = fuse(rows.best(slb.scan(vector)), lexical_scores, self.method) + named + said(everyone)
+            if linear:
+                scores = scores - misfit_penalty(request, [own[i] for i in everyone], scores)
             return [Hit(names[i], float(scores[i])) for i in top_k(scores, k)]
         # Large catalogs: fuse over the union of the dense and lexical top lists (faiss answers the dense one) and
         # the tools of the servers the request names, each tool scored from all its rows (`tool_scores`).
@@ -215,6 +221,8 @@ class HybridRetriever:
         dense = tool_scores(slb.scores_of(vector, chosen), np.searchsorted(rows.owners[chosen], tools))
         peak = float(lexical_scores.max())
         scores = fuse(dense, lexical_scores[tools], self.method, peak=peak) + named[tools] + said(tools.tolist())
+        if linear:
+            scores = scores - misfit_penalty(request, [own[i] for i in tools], scores)
         return [Hit(names[tools[i]], float(scores[i])) for i in top_k(scores, k)]
 
 

@@ -32,10 +32,16 @@ retrieval."""
 
 
 @functools.lru_cache(maxsize=16384)
+def own_name(name: str, server: str = "") -> str:
+    """A tool's name without its server's prefix: `npm-github__create_issue` -> `create_issue`."""
+    if server and name.startswith(server) and not name[len(server) : len(server) + 1].isalnum():
+        return name[len(server) :].lstrip("_-.:/")  # not the `hub` of `github_x` for a server `git`
+    return name
+
+
 def name_terms(name: str, server: str = "") -> frozenset[str]:
     """The terms of a tool's own name (stemmed as BM25 stems), its server's prefix and words left out."""
-    if server and name.startswith(server) and not name[len(server) : len(server) + 1].isalnum():
-        name = name[len(server) :]  # `github__create_issue`, not the `hub` of `github_x` for a server `git`
+    name = own_name(name, server)
     leave_out = server_words(server) | GENERIC_SERVER_WORDS if server else GENERIC_SERVER_WORDS
     return frozenset(term for term in tokenize(words_of(name)) if term not in leave_out)
 

@@ -12,7 +12,9 @@ is, to BM25 and to an embedder alike, the words "home projects app env example",
 script projects and one about environment variables; `~/notes/todo.md` pulls a documentation tool because
 "notes" and "md" are in its description. So paths, URLs and e-mail addresses are replaced by the name of
 their kind (a file's extension is kept: `.xlsx` and `.png` do say which tool), before either retriever
-reads the request. The argument filler and the re-ranker still read the request as written.
+reads the request. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no
+word of any tool, and "what's the status of PROJ-1423?" is about an issue. The argument filler and the
+re-ranker still read the request as written.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ _PATH = re.compile(
         (?![\w/\\])""",
     re.VERBOSE,
 )
+_ISSUE_KEY = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9]{1,9})-\d+(?![\w/.-])")
+_NOT_ISSUE = frozenset(
+    "UTF SHA MD AES RSA ISO RFC IEEE GPT COVID SARS HTTP TLS SSL IPV CVE CWE PEP ECMA ES ANSI DDR USB PCI WCAG".split()
+)
+"""Prefixes of standards, algorithms and models written like an issue key (UTF-8, SHA-256, ISO-8601, GPT-4)."""
 _FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")
 _NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk", "de", "fr", "eu", "gov", "edu"})
@@ -68,4 +75,5 @@ def values_by_kind(request: str) -> str:
     text = _EMAIL.sub(" email address ", text)
     text = _PATH.sub(lambda match: _path_kind(match.group(0)), text)
     text = _FILE_NAME.sub(_file_name, text)
+    text = _ISSUE_KEY.sub(lambda match: match.group(0) if match.group(1) in _NOT_ISSUE else " issue ", text)
     return " ".join(text.split()) if text != request else request

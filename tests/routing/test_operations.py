@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_gateway.routing.operations import conflict, name_words, request_verb
+import numpy as np
+
+from nexus_gateway.routing.operations import MISFIT_WEIGHT, conflict, misfit_penalty, name_words, request_verb
 
 
 @pytest.mark.parametrize(
@@ -17,7 +19,11 @@ from nexus_gateway.routing.operations import conflict, name_words, request_verb
         ("on github, delete the branch old-ui", "delete"),
         ("what time is it in Paris?", None),  # a question states no operation
         ("in /home/sam/app/config.yaml change debug to false", None),  # it opens with its object
-        ("stage src/cart.py", None),  # a verb not read here
+        ("type hello into the email field", None),  # a verb not read here
+        ("open a PR from feature-login into main", None),  # "open" creates a PR and reads a file: not read
+        ("get rid of the redis helm release", "remove"),
+        ("drop a comment on issue 15: fixed in v2.3", "post"),
+        ("drop the users table", "drop"),
     ],
 )
 def test_the_leading_verb_of_a_request_is_read_after_politeness_and_a_leading_clause(
@@ -86,6 +92,24 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
         ),
         ("is PROJ-7 done yet?", "jira_delete_issue", [], "the request asks a question, and jira_delete_issue deletes"),
         (
+            "commit the staged stuff in ~/shop with message 'fix rounding'",
+            "git_diff_staged",
+            ["git_commit", "git_diff_unstaged"],
+            "the request asks to commit, and git_diff_staged reads",
+        ),
+        (
+            "what have I changed in ~/shop that isn't staged yet?",
+            "git_diff_staged",
+            ["git_diff_unstaged"],
+            "git_diff_staged is for staged, the opposite of what the request says",
+        ),
+        (
+            "find the Q3 budget spreadsheet in my drive",
+            "create_spreadsheet",
+            [],
+            "the request asks to find, and create_spreadsheet creates",
+        ),
+        (
             "nuke the email_1 index on the users collection",
             "rename-collection",
             ["drop-index"],
@@ -121,9 +145,25 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("how do I create a bucket?", "create_bucket", []),  # asks how a thing is done: no question read
         ("how do I delete a branch?", "list_branches", []),
         ("wipe the cache folder /tmp/cache", "delete_directory", []),  # slang for deleting
+        ("what have I changed in ~/shop that isn't staged yet?", "git_diff_unstaged", ["git_diff_staged"]),
+        ("get rid of the redis helm release", "uninstall_helm_chart", []),
+        ("drop a comment on issue 15: fixed in v2.3", "add_issue_comment", []),
+        ("are there any copy-pasted functions in this repo?", "detect_clones", []),  # a noun, not a verb
+        ("draft a reply to Karen", "draft_gmail_message", ["reply_to_comment"]),
+        ("find my notion page about Q3 planning", "API-post-search", []),  # an HTTP method before the verb
+        ("show the comments on PR 9", "get_pull_request_comments", []),
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
     request_text: str, tool: str, others: list[str]
 ):
     assert conflict(request_text, tool, others) is None
+
+
+def test_retrieval_takes_the_misfit_weight_from_the_tools_among_the_best_that_do_something_else():
+    names = ["git_diff_staged", "git_commit", "git_diff_unstaged", "git_status"]
+    scores = np.array([0.70, 0.69, 0.60, 0.10])
+    penalty = misfit_penalty("commit the staged stuff in ~/shop", names, scores)
+    assert penalty.tolist() == [MISFIT_WEIGHT, 0.0, MISFIT_WEIGHT, MISFIT_WEIGHT]
+    assert int(np.argmax(scores - penalty)) == 1
+    assert not misfit_penalty("what time is it in Paris?", ["get_current_time", "convert_time"], scores[:2]).any()

@@ -22,6 +22,8 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         ("show me this picture cat.png", "show me this picture file png"),
         (r"open C:\Users\sam\a.docx", "open file docx"),
         ("show me /srv/app/.env", "show me file"),
+        ("what's the status of PROJ-1423?", "what's the status of issue ?"),
+        ("log 2h on ENG-88, flaky tests", "log 2h on issue , flaky tests"),
     ],
 )
 def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
@@ -37,6 +39,7 @@ def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
         "upgrade to v1.2.3",
         "fork vercel/next.js to my account",
         "convert 3/4 cups to grams",
+        "save it as UTF-8 and hash it with SHA-256",  # standards written like an issue key
     ],
 )
 def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_text: str) -> None:
