@@ -113,7 +113,7 @@ def request_verb(request: str) -> str | None:
 
 
 _QUESTION = re.compile(
-    r"^(?:what|what's|whats|which|who|who's|whose|where|where's|when|how\s+(?:many|much|long|far|old|big)|"
+    r"^(?:what(?!\s+an?\b)|what's|whats|which|who|who's|whose|where|where's|when|how\s+(?:many|much|long|far|old|big)|"
     r"is|are|was|were|did|does|has|have|am|any|why)\b",
     re.IGNORECASE,
 )

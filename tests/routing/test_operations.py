@@ -151,6 +151,7 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("are there any copy-pasted functions in this repo?", "detect_clones", []),  # a noun, not a verb
         ("draft a reply to Karen", "draft_gmail_message", ["reply_to_comment"]),
         ("find my notion page about Q3 planning", "API-post-search", []),  # an HTTP method before the verb
+        ("What a terrible photo! Can you make it better?", "MediaModifyTool", []),  # an exclamation, no question
         ("show the comments on PR 9", "get_pull_request_comments", []),
     ],
 )
