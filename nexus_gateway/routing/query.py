@@ -12,7 +12,9 @@ is, to BM25 and to an embedder alike, the words "home projects app env example",
 script projects and one about environment variables; `~/notes/todo.md` pulls a documentation tool because
 "notes" and "md" are in its description. So paths, URLs and e-mail addresses are replaced by the name of
 their kind (a file's extension is kept: `.xlsx` and `.png` do say which tool), before either retriever
-reads the request. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no
+reads the request. Quoted text ('Login button unresponsive on Android 14', `npm run build`) is left out: it is
+what a tool is given (a title, a message, a command), and its words pull tools about them (a browser's buttons)
+more than the tool the request asks for. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no
 word of any tool, and "what's the status of PROJ-1423?" is about an issue. The argument filler and the
 re-ranker still read the request as written.
 """
@@ -37,6 +39,8 @@ _NOT_ISSUE = frozenset(
     "UTF SHA MD AES RSA ISO RFC IEEE GPT COVID SARS HTTP TLS SSL IPV CVE CWE PEP ECMA ES ANSI DDR USB PCI WCAG".split()
 )
 """Prefixes of standards, algorithms and models written like an issue key (UTF-8, SHA-256, ISO-8601, GPT-4)."""
+_QUOTED = re.compile(r"(?<![\w])'[^']{2,}'(?![\w])|\"[^\"]{2,}\"|`[^`]{2,}`|“[^”]{2,}”|‘[^’]{2,}’")
+"""A quoted span: a title, a message, a command, a search string. Its words are the value, not the operation."""
 _FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")
 _NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk", "de", "fr", "eu", "gov", "edu"})
@@ -69,9 +73,12 @@ def routing_text(request: str) -> str:
 
 
 def values_by_kind(request: str) -> str:
-    """`request` with its URLs, e-mail addresses, paths and file names replaced by their kind (see above);
-    the request itself when it holds none."""
-    text = _URL.sub(" url ", request)
+    """`request` with its quoted spans left out and its URLs, e-mail addresses, paths and file names replaced by
+    their kind (see above); the request itself when it holds none."""
+    text = _QUOTED.sub(" ", request)
+    if len(text.split()) < 3:  # the request is mostly its quote ("search for '...'"): read it all
+        text = request
+    text = _URL.sub(" url ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _PATH.sub(lambda match: _path_kind(match.group(0)), text)
     text = _FILE_NAME.sub(_file_name, text)

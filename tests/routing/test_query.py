@@ -23,6 +23,9 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         (r"open C:\Users\sam\a.docx", "open file docx"),
         ("show me /srv/app/.env", "show me file"),
         ("what's the status of PROJ-1423?", "what's the status of issue ?"),
+        ("file a bug in MOB: 'Login button unresponsive on Android 14'", "file a bug in MOB:"),
+        ("kick off `npm run build` in a terminal", "kick off in a terminal"),
+        ('search for "rust async runtimes"', 'search for "rust async runtimes"'),  # mostly its quote: kept
         ("log 2h on ENG-88, flaky tests", "log 2h on issue , flaky tests"),
     ],
 )
