@@ -16,6 +16,10 @@ parameter's own schema or description states it:
     dates          a date with a time of day appended cut to the date where the description asks for
                    `YYYY-MM-DD` alone (`2026-04-20 10:00` -> `2026-04-20`)
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
+    shaped digits  a value the request does not hold, where the description quotes an example of digits and
+                   separators, the model copied that example, and the request has one run of as many
+                   digits: written as the example is (`1764950400.123456` from a Slack link's
+                   `p1764950400123456` for "in the format '1234567890.123456'")
     percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
                    writes "4%"; `0.0625` -> `6.25` where it asks for a percentage and the request writes
                    "6.25%"
@@ -51,7 +55,7 @@ from nexus_gateway.generation.durations import (
     said_in_unit,
     said_seconds,
 )
-from nexus_gateway.generation.grounding import said_uuids
+from nexus_gateway.generation.grounding import said_uuids, shaped_numbers
 
 _FIXED = ("enum", "const")
 _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
@@ -165,6 +169,8 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
         value = day.group(1)
     if _NO_SPACES.search(description):
         value = re.sub(r"\s+", "", value)
+    if value not in request and f"'{value}'" in description and len(shaped := shaped_numbers(request, spec)) == 1:
+        value = shaped[0]  # the model copied the description's example
     return value
 
 

@@ -581,7 +581,38 @@ def request_values(request: str, name: str, spec: Mapping[str, Any]) -> list[Any
             return [int(number) for number in numbers if number.is_integer()]
         return [int(number) if number.is_integer() else number for number in numbers]
     patterns = {"url": _URL, "email": _EMAIL, "path": _PATH, "date": _DATE, "date-time": _DATE_TIME}
-    return _spans(patterns[kind], request) if kind in patterns else []
+    if kind in patterns:
+        return _spans(patterns[kind], request)
+    return shaped_numbers(request, spec) if kind is None and spec.get("type") in (None, "string") else []
+
+
+_NUMBER_SHAPE = re.compile(r"""["'`](\d+(?:[.:/-]\d+)+)["'`]""")
+"""A quoted example of digits and separators in a description: `'1234567890.123456'` (a Slack timestamp)."""
+
+
+def shaped_numbers(request: str, spec: Mapping[str, Any]) -> list[str]:
+    """The request's digit runs that have as many digits as an example its description quotes
+    (`'1234567890.123456'`), written with the example's separators: a Slack permalink's `p1764950400123456`
+    gives `1764950400.123456`. A description that says a value's format by an example says how to write the
+    digits the request has, often without the separators (a link, an id pasted whole)."""
+    found: list[str] = []
+    for example in _NUMBER_SHAPE.findall(str(spec.get("description") or "")):
+        pieces = re.split(r"(\D)", example)  # digits, separator, digits, ...
+        sizes = [len(piece) for piece in pieces[::2]]
+        for run in re.findall(r"\d+", request):
+            if run == example or len(run) != sum(sizes):
+                continue
+            cut, written = 0, []
+            for size, separator in zip(sizes, [*pieces[1::2], ""], strict=True):
+                written.append(run[cut : cut + size] + separator)
+                cut += size
+            found.append("".join(written))
+        found.extend(span for span in re.findall(r"\d+(?:[.:/-]\d+)+", request) if _shape(span) == _shape(example))
+    return list(dict.fromkeys(found))
+
+
+def _shape(text: str) -> str:
+    return re.sub(r"\d", "9", text)
 
 
 def narrowing(request: str, schema: Mapping[str, Any], names: Sequence[str]) -> dict[str, list[Any]]:

@@ -217,3 +217,22 @@ def test_a_uuid_a_url_carries_as_32_hex_digits_is_the_one_a_uuid_parameter_takes
     garbled = {"page_id": "1b2e3a47-4e21-a6c0-5d9f-1b2e3a474e21"}
     assert _grounded(request, schema, garbled) == ({"page_id": "8f3c2a9d-4b7e-4e21-a6c0-5d9f1b2e3a47"}, ())
     assert ungrounded(request, schema, {"page_id": "8f3c2a9d-4b7e-4e21-a6c0-5d9f1b2e3a47"}) == []
+
+
+def test_an_example_the_model_copied_becomes_the_requests_digits_written_as_the_example_is():
+    spec = {
+        "type": "string",
+        "description": "The timestamp of the parent message in the format '1234567890.123456'.",
+    }
+    schema = {"type": "object", "properties": {"thread_ts": spec}}
+    link = "answer this thread: https://acme.slack.com/archives/C02ABCD1234/p1764950400123456"
+    assert in_asked_form(link, schema, {"thread_ts": "1234567890.123456"}) == {"thread_ts": "1764950400.123456"}
+    said = "answer thread 1764950400.123456 in C02ABCD1234"
+    assert in_asked_form(said, schema, {"thread_ts": "1234567890.123456"}) == {"thread_ts": "1764950400.123456"}
+    # a value the model did not copy from the example, or a request without such digits, is left alone
+    assert in_asked_form(link, schema, {"thread_ts": "1764950400.123456"}) == {"thread_ts": "1764950400.123456"}
+    assert in_asked_form("reply in the thread", schema, {"thread_ts": "1234567890.123456"}) == {
+        "thread_ts": "1234567890.123456"
+    }
+    two = "threads p1764950400123456 and p1764950499123456"
+    assert in_asked_form(two, schema, {"thread_ts": "1234567890.123456"}) == {"thread_ts": "1234567890.123456"}
