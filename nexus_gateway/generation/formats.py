@@ -16,6 +16,8 @@ parameter's own schema or description states it:
     dates          a date with a time of day appended cut to the date where the description asks for
                    `YYYY-MM-DD` alone (`2026-04-20 10:00` -> `2026-04-20`)
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
+    column numbers a spreadsheet column the request names by its letter ("before column D") as its number (4)
+                   where the description counts columns from 1 ("column number (A=1)", "1-based column")
     shaped digits  a value the request does not hold, where the description quotes an example of digits and
                    separators, the model copied that example, and the request has one run of as many
                    digits: written as the example is (`1764950400.123456` from a Slack link's
@@ -174,8 +176,22 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
     return value
 
 
+_COLUMN_NUMBER = re.compile(r"\bcolumn\b.*(?:\bA\s*=\s*1\b|1-based)|(?:\bA\s*=\s*1\b|1-based).*\bcolumn\b", re.I | re.S)
+_COLUMN_LETTER = re.compile(r"\bcol(?:umn)?\s+([A-Z]{1,3})\b")
+
+
+def _column_number(letters: str) -> int:
+    """A spreadsheet column's number: A -> 1, Z -> 26, AA -> 27."""
+    number = 0
+    for letter in letters:
+        number = number * 26 + ord(letter) - ord("A") + 1
+    return number
+
+
 def _number(value: float, spec: Mapping[str, Any], request: str) -> float:
     description = str(spec.get("description") or "")
+    if _COLUMN_NUMBER.search(description) and len(columns := set(_COLUMN_LETTER.findall(request))) == 1:
+        return _column_number(columns.pop())  # "before column D" for "column number (A=1)"
     if _DECIMAL.search(description) and value > 1:
         written = _number_text(value)
         if re.search(r"(?<![\d.])" + re.escape(written) + r"\s*(?:%|percent\b)", request, re.IGNORECASE):

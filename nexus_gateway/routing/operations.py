@@ -94,7 +94,10 @@ for _kind, _verbs in _KINDS.items():
         _KIND_OF[_base(_verb)] = _KIND_OF.get(_base(_verb), frozenset()) | {_kind}
 
 
-_IDIOMS = ((re.compile(r"\bget rid of\b", re.IGNORECASE), "remove"), (re.compile(r"\bdrop (?=an? )", re.IGNORECASE), "post "))
+_IDIOMS = (
+    (re.compile(r"\bget rid of\b", re.IGNORECASE), "remove"),
+    (re.compile(r"\bdrop (?=an? )", re.IGNORECASE), "post "),
+)
 """Phrases whose verb is another: "get rid of the release" removes, "drop a comment" posts one ("drop the
 table" still drops)."""
 
@@ -148,7 +151,7 @@ _NEGATED = re.compile(r"(?:\bnot|n't|\bnever|\bno longer)\s+(?:yet\s+)?([a-z]+)"
 
 def _said(request: str) -> set[str]:
     """The base forms of the request's words, a word it negates ("not staged", "isn't staged") as its "un" form."""
-    text = request.lower().replace("’", "'")
+    text = request.lower().replace("\u2019", "'")
     negated = {_base(word) for word in _NEGATED.findall(text)}
     return {f"un{base}" if base in negated else base for base in map(_base, _WORD.findall(text))}
 
@@ -214,8 +217,9 @@ def _verb_conflict(request: str, tool: str, others: Iterable[str]) -> str | None
 MISFIT_WEIGHT = 0.08
 """Taken from the fused score of a tool whose name does something else than the request asks (`conflict`).
 Chosen 2026-12-07 on the everyday dev, check, fresh and held-out sets over the whole real catalog (grid 0, 0.03,
-0.05, 0.08, 0.12): top-1 +1.4 to +3.0 points on each, none lower, recall@5 0 to +1.5; at 0.12 a set's recall fell. About the gap
-between neighbours in a top list: it re-orders near ties of a read and a write, it does not bury a tool."""
+0.05, 0.08, 0.12): top-1 +1.4 to +3.0 points on each, none lower, recall@5 0 to +1.5; at 0.12 a set's recall
+fell. About the gap between neighbours in a top list: it re-orders near ties of a read and a write, it does not
+bury a tool."""
 MISFIT_POOL = 20
 """How many of the best tools are checked (the others are too far down for the penalty to matter)."""
 MISFIT_OTHERS = 5

@@ -14,9 +14,9 @@ script projects and one about environment variables; `~/notes/todo.md` pulls a d
 their kind (a file's extension is kept: `.xlsx` and `.png` do say which tool), before either retriever
 reads the request. Quoted text ('Login button unresponsive on Android 14', `npm run build`) is left out: it is
 what a tool is given (a title, a message, a command), and its words pull tools about them (a browser's buttons)
-more than the tool the request asks for. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no
-word of any tool, and "what's the status of PROJ-1423?" is about an issue. The argument filler and the
-re-ranker still read the request as written.
+more than the tool the request asks for. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its
+project's letters are no word of any tool, and "what's the status of PROJ-1423?" is about an issue. The
+argument filler and the re-ranker still read the request as written.
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ _PATH = re.compile(
 )
 _ISSUE_KEY = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9]{1,9})-\d+(?![\w/.-])")
 _NOT_ISSUE = frozenset(
-    "UTF SHA MD AES RSA ISO RFC IEEE GPT COVID SARS HTTP TLS SSL IPV CVE CWE PEP ECMA ES ANSI DDR USB PCI WCAG".split()
+    {"UTF", "SHA", "MD", "AES", "RSA", "ISO", "RFC", "IEEE", "GPT", "COVID", "SARS", "HTTP", "TLS", "SSL", "IPV", "CVE"}
+    | {"CWE", "PEP", "ECMA", "ES", "ANSI", "DDR", "USB", "PCI", "WCAG"}
 )
 """Prefixes of standards, algorithms and models written like an issue key (UTF-8, SHA-256, ISO-8601, GPT-4)."""
-_QUOTED = re.compile(r"(?<![\w])'[^']{2,}'(?![\w])|\"[^\"]{2,}\"|`[^`]{2,}`|“[^”]{2,}”|‘[^’]{2,}’")
+_QUOTED = re.compile(
+    r"(?<![\w])'[^']{2,}'(?![\w])|\"[^\"]{2,}\"|`[^`]{2,}`|\u201c[^\u201d]{2,}\u201d|\u2018[^\u2019]{2,}\u2019"
+)
 """A quoted span: a title, a message, a command, a search string. Its words are the value, not the operation."""
 _FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")

@@ -236,3 +236,14 @@ def test_an_example_the_model_copied_becomes_the_requests_digits_written_as_the_
     }
     two = "threads p1764950400123456 and p1764950499123456"
     assert in_asked_form(two, schema, {"thread_ts": "1234567890.123456"}) == {"thread_ts": "1234567890.123456"}
+
+
+def test_a_column_named_by_its_letter_is_given_as_its_number_where_the_description_counts_from_one():
+    spec = {"type": "integer", "description": "1-based row, or column number (A=1)."}
+    schema = {"type": "object", "properties": {"start": spec}}
+    request = "insert two empty columns before column D on the Summary sheet"
+    assert in_asked_form(request, schema, {"start": 1}) == {"start": 4}
+    assert in_asked_form("delete column AB", schema, {"start": 1}) == {"start": 28}
+    assert in_asked_form("insert a row before row 7", schema, {"start": 7}) == {"start": 7}  # no column named
+    plain = {"type": "object", "properties": {"start": {"type": "integer", "description": "Where to start."}}}
+    assert in_asked_form(request, plain, {"start": 1}) == {"start": 1}

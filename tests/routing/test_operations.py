@@ -3,9 +3,8 @@ whose verb names another candidate; and nothing concluded where a request states
 
 from __future__ import annotations
 
-import pytest
-
 import numpy as np
+import pytest
 
 from nexus_gateway.routing.operations import MISFIT_WEIGHT, conflict, misfit_penalty, name_words, request_verb
 
