@@ -59,6 +59,9 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
         ("is there a bug about the login page?", "issue"),
         ("what is 17.5% of 2340", "calculate math expression"),
         ("restart the api pod on k8s", "kubernetes"),
+        ("can you show me what's in file md", "read contents"),  # a path, as values_by_kind names it
+        ("what's in folder", "list directory contents"),
+        ("what does this article say url", "read contents"),
     ],
 )
 def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
