@@ -42,7 +42,10 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     # Shell and files.
     (r"\b(?:what(?:'s| is)|show me what'?s) in (?:the |this |my )?file\b", "read contents"),
     (r"\b(?:what(?:'s| is)|show me what'?s) in (?:the |this |my )?folder\b", "list directory contents"),
-    (r"\bwhat does (?:the |this |that |my )?(?:file|url|page|article|post|doc|document)\b.{0,40}\bsay\b", "read contents"),
+    (
+        r"\bwhat does (?:the |this |that |my )?(?:file|url|page|article|post|doc|document)\b.{0,40}\bsay\b",
+        "read contents",
+    ),
     (r"\bk8s\b", "kubernetes"),
     (r"\bdirs?\b|\bfolders?\b", "directory"),
     (r"\bmkdir\b", "create directory"),
