@@ -34,9 +34,11 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bpull-requests?\b", "pull request"),
     (r"\brepos?\b", "repository"),
     (rf"\b(?:file|report|raise|log|open|submit)\s+{_A}(?:bug|issue|ticket)s?\b", "create issue"),
-    (rf"\b(?:open|raise|submit|send)\s+{_A}(?:pull request|PR|merge request|MR)s?\b", "create"),
+    (rf"\b(?:open|raise|submit|send)\s+{_A}(?:pull request|PR|merge request|MR)\b", "create"),  # "open PRs": a state
     (r"\bbugs?\b|\b(?:jira|support|helpdesk|help desk)\s+tickets?\b", "issue"),
     (r"\bapprove[sd]?\b", "review approve"),
+    (r"\b(?:last|latest|recent)\s+(?:\d+\s+|few\s+)?commits\b|\bcommit history\b", "log history"),
+    (r"\b(?:open|closed|merged|pending)\s+(?:PRs|pull requests|issues|tickets|bugs)\b", "list"),
     (r"(?<!-)\bstage\b(?!-)", "add staging area"),
     (r"\bunstage\b", "reset staging area"),
     # Shell and files.
@@ -64,6 +66,8 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bdb\b", "database"),
     # Chat, mail, calendar, contacts, documents.
     (r"\bmsgs?\b", "message"),
+    (r"\bcatch me up\b", "recent history"),
+    (r"\b(?:e-?mails?|messages?|mail)\s+from\b", "search messages"),
     (r"(?<![\w&])#[a-z][\w-]*", "channel"),  # a chat channel: #general
     (r"\binbox\b", "email messages"),
     (r"\bmeetings?\b|\bappointments?\b", "calendar event"),
@@ -88,6 +92,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
         "device entity state",
     ),
     (r"\bstats\b", "statistics"),
+    (r"\brn\b|\bright now\b", "current"),
     (r"\binfo\b", "information"),
 )
 """Idioms and shorthand in any case."""

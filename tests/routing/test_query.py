@@ -62,6 +62,11 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
         ("can you show me what's in file md", "read contents"),  # a path, as values_by_kind names it
         ("what's in folder", "list directory contents"),
         ("what does this article say url", "read contents"),
+        ("show the last 5 commits in the shop repository", "log history"),
+        ("any open PRs on octo/app?", "pull request list"),
+        ("catch me up on channel C08ABCD12", "recent history"),
+        ("find emails from alice about the contract", "search messages"),
+        ("what time is it in Tokyo rn", "current"),
     ],
 )
 def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
