@@ -54,12 +54,12 @@ _KINDS: dict[str, frozenset[str]] = {
     ),
     CREATE: _words(
         "create add make insert post write submit publish upload install save put set reply leave watch subscribe"
-        " follow fork copy duplicate generate draft compose schedule invite commit"
+        " follow fork copy duplicate generate draft compose schedule invite commit approve reject"
     ),
     UPDATE: _words(
         "update edit change modify rename move replace patch set save put write add remove clear cancel assign"
         " transition pause resume enable disable archive unarchive restore lock unlock close reopen merge revert"
-        " scale sort stage unstage mark upgrade commit"
+        " scale sort stage unstage mark upgrade commit approve reject"
     ),
     DELETE: _words(
         "delete remove drop uninstall destroy purge erase forget clear cancel stop unwatch unsubscribe unfollow"
@@ -226,16 +226,34 @@ MISFIT_OTHERS = 5
 """The best tools whose names a request's verb may name instead (`conflict`'s `others`), as `run` reads them."""
 
 
+_MANY_NAME = frozenset({"multiple", "batch", "bulk", "many"})
+_MANY_SAID = re.compile(
+    r"\b(?:multiple|batch|bulk|several|many|all|each|every|these|those|both|list of)\b|\band\b|,"
+    r"|\b(?:[2-9]|\d{2,}|two|three|four|five|six|seven|eight|nine|ten|dozen)\s+\w+s\b",
+    re.IGNORECASE,
+)
+"""What a request says when it asks for many things at once: a count, a list, "all", "and"."""
+
+
+def batch_misfit(request: str, tool: str) -> bool:
+    """Whether `tool`'s name says it works on many at once (`read_multiple_files`, `jira_batch_create_issues`)
+    while the request names one thing: no plural count, list or "all" in it."""
+    words = {word.lower() for word in _WORD.findall(words_of(tool).lower())}
+    return bool(words & _MANY_NAME) and not _MANY_SAID.search(request)
+
+
 def misfit_penalty(request: str, names: Sequence[str], scores: np.ndarray) -> np.ndarray:
     """`MISFIT_WEIGHT` for each of the best `MISFIT_POOL` tools (`names`: their own names, beside `scores`) that
-    `conflict` says do something else than `request` asks, 0 for the others: "create a jira ticket" against
-    `jira_get_project_fields`, "commit the staged stuff" against `git_diff_staged` beside `git_commit`."""
+    `conflict` says do something else than `request` asks, or that works on many at once where the request names
+    one thing (`batch_misfit`), 0 for the others: "create a jira ticket" against `jira_get_project_fields`,
+    "commit the staged stuff" against `git_diff_staged` beside `git_commit`, "read ~/notes/todo.md" against
+    `read_multiple_files`."""
     penalty = np.zeros(len(scores))
     if MISFIT_WEIGHT <= 0 or not len(scores):
         return penalty
     pool = [int(i) for i in top_k(scores, MISFIT_POOL)]
     leaders = [names[i] for i in pool[:MISFIT_OTHERS]]
     for i in pool:
-        if conflict(request, names[i], [name for name in leaders if name != names[i]]) is not None:
+        if conflict(request, names[i], [name for name in leaders if name != names[i]]) is not None or batch_misfit(request, names[i]):
             penalty[i] = MISFIT_WEIGHT
     return penalty

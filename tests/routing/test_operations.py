@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nexus_gateway.routing.operations import MISFIT_WEIGHT, conflict, misfit_penalty, name_words, request_verb
+from nexus_gateway.routing.operations import (
+    MISFIT_WEIGHT,
+    batch_misfit,
+    conflict,
+    misfit_penalty,
+    name_words,
+    request_verb,
+)
 
 
 @pytest.mark.parametrize(
@@ -167,3 +174,14 @@ def test_retrieval_takes_the_misfit_weight_from_the_tools_among_the_best_that_do
     assert penalty.tolist() == [MISFIT_WEIGHT, 0.0, MISFIT_WEIGHT, MISFIT_WEIGHT]
     assert int(np.argmax(scores - penalty)) == 1
     assert not misfit_penalty("what time is it in Paris?", ["get_current_time", "convert_time"], scores[:2]).any()
+
+
+def test_a_tool_for_many_at_once_misfits_a_request_that_names_one_thing():
+    assert batch_misfit("read ~/notes/todo.md", "read_multiple_files")
+    assert batch_misfit("file a bug in MOB: login fails", "jira_batch_create_issues")
+    assert not batch_misfit("read a.txt and b.txt", "read_multiple_files")
+    assert not batch_misfit("create 3 issues for the login bugs", "jira_batch_create_issues")
+    assert not batch_misfit("read all the logs", "read_multiple_files")
+    assert not batch_misfit("read ~/notes/todo.md", "read_text_file")
+    names = ["read_multiple_files", "read_text_file"]
+    assert misfit_penalty("read ~/notes/todo.md", names, np.array([0.66, 0.65])).tolist() == [MISFIT_WEIGHT, 0.0]
