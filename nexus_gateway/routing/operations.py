@@ -254,6 +254,7 @@ def misfit_penalty(request: str, names: Sequence[str], scores: np.ndarray) -> np
     pool = [int(i) for i in top_k(scores, MISFIT_POOL)]
     leaders = [names[i] for i in pool[:MISFIT_OTHERS]]
     for i in pool:
-        if conflict(request, names[i], [name for name in leaders if name != names[i]]) is not None or batch_misfit(request, names[i]):
+        rivals = [name for name in leaders if name != names[i]]
+        if conflict(request, names[i], rivals) is not None or batch_misfit(request, names[i]):
             penalty[i] = MISFIT_WEIGHT
     return penalty
