@@ -13,8 +13,9 @@ does something else than what was asked, however well its description and parame
 words: retrieval and the re-ranker both read those, and on the everyday sets that is how a wrong tool of the
 right shape won (`jira_get_project_fields` for "create a jira ticket", `uninstall_helm_chart` for "install the
 redis chart"). The same goes for a request whose verb names another candidate exactly ("reply 'on it' in the
-thread": `reply_to_thread`, not `post_message`). `run` proposes instead of calling then (meta/run.py); nothing
-here changes a ranking.
+thread": `reply_to_thread`, not `post_message`). `run` proposes instead of calling then (meta/run.py), and
+retrieval takes `MISFIT_WEIGHT` from such a tool's score (`misfit_penalty`), so a near tie of a read and a write
+goes to the one the request asks for; so does a tool for many at once where the request names one thing.
 
 Pairs of names where one is the other's negation (`git_diff_staged` and `git_diff_unstaged`, `watch` and
 `unwatch`) are told apart by the letters "un" alone, which neither retriever weighs: a tool whose name says the
@@ -22,10 +23,13 @@ negation of a word the request says, or the word the request negates, is a confl
 request negates ("not staged", "isn't staged yet") counts as its "un" form.
 
 Only the leading verb is read: a word like "post", "file", "list" or "set" is as often a noun ("the blog post",
-"my todo list"), and a request that opens with its object states no operation, so nothing is concluded from it.
-A question ("what's on my calendar", "in mongodb, how many orders are pending?") asks to read (`asks_question`):
-a tool whose name only creates, changes or deletes (`insert-many`) does something else; a tool whose name
-states no operation, or a read, is no conflict. "how do I ..." and "how to ..." ask how a thing is done, which
+"my todo list"), and a request that opens with its object states no operation, so nothing is concluded from it;
+"open" is not read either (opening a pull request creates one, opening a file reads it); "get rid of" reads as
+"remove" and "drop a comment" as "post". A tool's name says its operation by its first verb
+(`get_pull_request_comments` reads: the "comment" after it is a noun). A question ("what's on my calendar",
+"in mongodb, how many orders are pending?") asks to read (`asks_question`): a tool whose name only creates,
+changes or deletes (`insert-many`) does something else; a tool whose name states no operation, or a read, is
+no conflict. "how do I ..." and "how to ..." ask how a thing is done, which
 may be the thing itself, so they are not read as questions. "run" and "execute" say nothing of the kind of
 operation (a query is run, so is a script), and verbs outside the lists below are not read at all.
 """
@@ -136,14 +140,6 @@ def name_words(tool: str) -> frozenset[str]:
 def is_verb(word: str) -> bool:
     """Whether `word` (in any inflection: "created", "sends") is one of the verbs read here, of a kind or not."""
     return _base(word) in _KIND_OF
-
-
-def kinds(words: Iterable[str]) -> frozenset[str]:
-    """The kinds of operation these (base-form) words name."""
-    found: frozenset[str] = frozenset()
-    for word in words:
-        found |= _KIND_OF.get(word, frozenset())
-    return found
 
 
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever|\bno longer)\s+(?:yet\s+)?([a-z]+)")
