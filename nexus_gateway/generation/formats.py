@@ -57,7 +57,7 @@ from nexus_gateway.generation.durations import (
     said_in_unit,
     said_seconds,
 )
-from nexus_gateway.generation.grounding import said_uuids, shaped_numbers
+from nexus_gateway.generation.grounding import digit_examples, said_uuids, shaped_numbers
 
 _FIXED = ("enum", "const")
 _PIECE = re.compile(r"\s*,\s*((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*){0,2})")
@@ -171,7 +171,7 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
         value = day.group(1)
     if _NO_SPACES.search(description):
         value = re.sub(r"\s+", "", value)
-    if value not in request and f"'{value}'" in description and len(shaped := shaped_numbers(request, spec)) == 1:
+    if value not in request and value in digit_examples(spec) and len(shaped := shaped_numbers(request, spec)) == 1:
         value = shaped[0]  # the model copied the description's example
     return value
 

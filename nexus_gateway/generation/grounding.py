@@ -590,13 +590,18 @@ _NUMBER_SHAPE = re.compile(r"""["'`](\d+(?:[.:/-]\d+)+)["'`]""")
 """A quoted example of digits and separators in a description: `'1234567890.123456'` (a Slack timestamp)."""
 
 
+def digit_examples(spec: Mapping[str, Any]) -> list[str]:
+    """The examples of digits and separators a parameter's description quotes (`'1234567890.123456'`)."""
+    return _NUMBER_SHAPE.findall(str(spec.get("description") or ""))
+
+
 def shaped_numbers(request: str, spec: Mapping[str, Any]) -> list[str]:
     """The request's digit runs that have as many digits as an example its description quotes
     (`'1234567890.123456'`), written with the example's separators: a Slack permalink's `p1764950400123456`
     gives `1764950400.123456`. A description that says a value's format by an example says how to write the
     digits the request has, often without the separators (a link, an id pasted whole)."""
     found: list[str] = []
-    for example in _NUMBER_SHAPE.findall(str(spec.get("description") or "")):
+    for example in digit_examples(spec):
         pieces = re.split(r"(\D)", example)  # digits, separator, digits, ...
         sizes = [len(piece) for piece in pieces[::2]]
         for run in re.findall(r"\d+", request):

@@ -36,6 +36,7 @@ operation (a query is run, so is a script), and verbs outside the lists below ar
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -106,6 +107,7 @@ _IDIOMS = (
 table" still drops)."""
 
 
+@functools.lru_cache(maxsize=4096)
 def request_verb(request: str) -> str | None:
     """The verb an imperative request opens with, as written (lower case), or None when it opens with none
     of the verbs read here."""
@@ -126,12 +128,14 @@ _QUESTION = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def asks_question(request: str) -> bool:
     """Whether `request` opens (after a leading clause: "in jira, ...") with a question that asks to be told
     something: "what's the status of PROJ-7", "how many orders are pending", "is the build green"."""
     return bool(_QUESTION.match(_LEADING_CLAUSE.sub("", request.strip())))
 
 
+@functools.lru_cache(maxsize=4096)
 def name_words(tool: str) -> frozenset[str]:
     """The words of a tool's name in base form (`get_project_fields` -> get, project, field)."""
     return frozenset(_base(word) for word in _WORD.findall(words_of(tool).lower()))
@@ -145,13 +149,15 @@ def is_verb(word: str) -> bool:
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever|\bno longer)\s+(?:yet\s+)?([a-z]+)")
 
 
-def _said(request: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _said(request: str) -> frozenset[str]:
     """The base forms of the request's words, a word it negates ("not staged", "isn't staged") as its "un" form."""
     text = request.lower().replace("\u2019", "'")
     negated = {_base(word) for word in _NEGATED.findall(text)}
-    return {f"un{base}" if base in negated else base for base in map(_base, _WORD.findall(text))}
+    return frozenset(f"un{base}" if base in negated else base for base in map(_base, _WORD.findall(text)))
 
 
+@functools.lru_cache(maxsize=4096)
 def name_kinds(tool: str) -> frozenset[str]:
     """The kinds of operation a tool's name says: its first verb's (`get_pull_request_comments` reads, the
     "comment" after it is a noun; `start_process` names no kind), or the verb after a leading "post"
