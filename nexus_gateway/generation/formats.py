@@ -16,6 +16,8 @@ parameter's own schema or description states it:
     dates          a date with a time of day appended cut to the date where the description asks for
                    `YYYY-MM-DD` alone (`2026-04-20 10:00` -> `2026-04-20`)
     no spaces      `UA 857` -> `UA857` where the description says "without spaces"
+    no marks       `:white_check_mark:` -> `white_check_mark` where it says "(without ::)", `#general` ->
+                   `general` for "without the #", `/src/app.py` -> `src/app.py` for "without the leading slash"
     column numbers a spreadsheet column the request names by its letter ("before column D") as its number (4)
                    where the description counts columns from 1 ("column number (A=1)", "1-based column")
     shaped digits  a value the request does not hold, where the description quotes an example of digits and
@@ -76,6 +78,14 @@ _DATE_ONLY = re.compile(r"\bYYYY-MM-DD\b(?![ T]?(?:HH|hh))")
 _DATE_WITH_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T]\d{1,2}:\d{2}(?::\d{2})?$")
 _PERCENT = re.compile(r"\b(?:as|in)\s+(?:a\s+)?percent(?:age)?\b|\bpercentage\b|\d for \d+(?:\.\d+)?\s?%", re.I)
 _NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
+_WITHOUT_MARKS = re.compile(
+    r"\b(?:without|no|excluding|omit(?:ting)?|minus)\s+(?:the\s+|any\s+)?(leading\s+|trailing\s+|surrounding\s+)?"
+    r"(?:([\"'`]?)([#@:/$]{1,2})\2(?!\w)|(colons?|hash(?: sign)?|pound sign|at sign|@ symbol|slash(?:es)?))",
+    re.IGNORECASE,
+)
+"""A description saying which marks a value is written without: "The name of the emoji reaction (without ::)",
+"channel name without the #", "username without the @", "path without the leading slash"."""
+_MARK_WORDS = {"colon": ":", "hash": "#", "pound": "#", "at": "@", "@": "@", "slash": "/"}
 _DECIMAL = re.compile(
     r"\b(?:as an? (?:decimal|fraction)|in decimal|decimal form|(?<![\d.])0?\.\d+ for \d+(?:\.\d+)? ?%)", re.I
 )
@@ -171,9 +181,23 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
         value = day.group(1)
     if _NO_SPACES.search(description):
         value = re.sub(r"\s+", "", value)
+    if without := _WITHOUT_MARKS.search(description):
+        value = _without_marks(value, without)
     if value not in request and value in digit_examples(spec) and len(shaped := shaped_numbers(request, spec)) == 1:
         value = shaped[0]  # the model copied the description's example
     return value
+
+
+def _without_marks(value: str, said: re.Match[str]) -> str:
+    """`value` without the marks the description says it is written without (`:white_check_mark:` ->
+    `white_check_mark`), at the end it names ("leading", "trailing") or both; the value itself unless a
+    value is left."""
+    marks = said.group(3) or _MARK_WORDS[said.group(4).split()[0].rstrip("s").casefold()]
+    where = (said.group(1) or "").strip().casefold()
+    chars = "".join(set(marks))
+    strip = {"leading": value.lstrip, "trailing": value.rstrip}.get(where, value.strip)
+    stripped = strip(chars)
+    return stripped if stripped.strip() else value
 
 
 _COLUMN_NUMBER = re.compile(r"\bcolumn\b.*(?:\bA\s*=\s*1\b|1-based)|(?:\bA\s*=\s*1\b|1-based).*\bcolumn\b", re.I | re.S)

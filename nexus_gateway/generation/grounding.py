@@ -180,14 +180,24 @@ _IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0
 """An identifier of the request: six characters or more, letters and digits both (`C1234567`, `PROJ-88`)."""
 
 
+_CUT_ENDS = 3
+"""How many characters an identifier copied from the request may have lost at its ends (`7QX2LM9P` for
+`KB7QX2LM9P`: a prefix the model took for decoration) and still be that identifier."""
+
+
 def _slipped_identifier(value: str, request: str) -> str | None:
     """The one identifier of the request that `value` (itself identifier-shaped, not in the request) is at most
-    two edits from (one for ids under ten characters), else None."""
+    two edits from (one for ids under ten characters), or is with a few characters cut from its ends, else
+    None."""
     value = value.strip()
     if not _IDENTIFIER.fullmatch(value):
         return None
     limit = 1 if len(value) < 10 else 2
-    near = {token for token in _IDENTIFIER.findall(request) if _edits(value, token, limit) <= limit}
+    near = {
+        token
+        for token in _IDENTIFIER.findall(request)
+        if _edits(value, token, limit) <= limit or (value in token and len(token) - len(value) <= _CUT_ENDS)
+    }
     return near.pop() if len(near) == 1 else None
 
 

@@ -66,6 +66,21 @@ def test_clock_times_are_written_as_hh_mm_and_spaces_are_removed_where_the_descr
     assert in_asked_form("x", schema, {"time": "7pm", "flight": "LH1"})["time"] == "19:00"
 
 
+def test_marks_the_description_says_a_value_is_written_without_are_taken_off_its_ends():
+    schema = _schema(
+        reaction={"type": "string", "description": "The name of the emoji reaction (without ::)"},
+        channel={"type": "string", "description": "Channel name, without the #"},
+        path={"type": "string", "description": "Path from the repository root, without the leading slash"},
+        user={"type": "string", "description": "The user's e-mail"},
+    )
+    request = "on slack, stick a :white_check_mark: on src/app.py in #general for sam@acme.io"
+    written = {"reaction": ":white_check_mark:", "channel": "#general", "path": "/src/app.py", "user": "sam@acme.io"}
+    fixed = in_asked_form(request, schema, written)
+    assert fixed == {"reaction": "white_check_mark", "channel": "general", "path": "src/app.py", "user": "sam@acme.io"}
+    assert in_asked_form(request, schema, {"reaction": "::"})["reaction"] == "::"  # nothing would be left
+    assert not ungrounded(request, schema, fixed)
+
+
 def test_a_clock_time_the_request_does_not_say_becomes_the_one_it_says():
     schema = _schema(
         time={"type": "string", "description": "Reservation time in 24-hour HH:MM format."},

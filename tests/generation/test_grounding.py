@@ -318,6 +318,9 @@ def test_an_identifier_copied_with_a_slip_is_written_as_the_request_writes_it():
     two = "move PROJ-88 and PROJ-87 to Done"
     assert as_written(two, schema, {"channel_id": "PROJ-89"}) == {"channel_id": "PROJ-89"}  # which one?
     assert as_written("channel C1234567", schema, {"channel_id": "C7654321"}) == {"channel_id": "C7654321"}
+    cut = "search our AWS knowledge base KB7QX2LM9P for the parental leave policy"
+    assert as_written(cut, schema, {"channel_id": "7QX2LM9P"}) == {"channel_id": "KB7QX2LM9P"}
+    assert as_written("order ORD-2024-118842", schema, {"channel_id": "118842"}) == {"channel_id": "118842"}
 
 
 def test_a_value_that_adds_words_of_its_own_to_a_span_the_request_quotes_is_that_span():
