@@ -36,13 +36,6 @@ _INVALID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
 _UNDERSCORES = re.compile(r"_{2,}")
 
 
-def own_name(name: str, server: str = "") -> str:
-    """A tool's name without its server's prefix: `npm-github__create_issue` -> `create_issue`."""
-    if server and name.startswith(server) and not name[len(server) : len(server) + 1].isalnum():
-        return name[len(server) :].lstrip("_-.:/")  # not the `hub` of `github_x` for a server `git`
-    return name
-
-
 def prefix_of(server: str, prefix: str | None) -> str:
     """The text a server's names start with: its configured `prefix`, else `<server>__`."""
     return f"{server}{SEPARATOR}" if prefix is None else prefix

@@ -15,7 +15,7 @@ splicer.py   anchored splice, suffix recompute, prefill fallback
 compiler.py  tools -> blocks, incrementally
 decoding.py  one call's arguments decoded under a grammar, a token at a time
 lookahead.py drafts of the next tokens, read off the prompt, checked in the same pass as each token
-scoring.py   query likelihood (re-ranking): log P(request | each tool's line) and log P(tool's name | request)
+scoring.py   query likelihood (re-ranking): log P(request | each tool's line), teacher-forced
 completion.py  a short text under a grammar, outside the sessions (usage examples of tools)
 runtime.py   model + context + sessions, synchronous, on one thread
 worker.py    that thread, and `LocalEngine`, the async `Engine`
@@ -104,8 +104,7 @@ class Decoded:
 @dataclass(frozen=True)
 class Likelihoods:
     """How likely a request is after each candidate tool (`scoring.py`): summed log-probabilities of its
-    tokens, teacher-forced; higher explains the request better. And how likely each candidate's name is after
-    the request (`per_name`)."""
+    tokens, teacher-forced; higher explains the request better."""
 
     per_tool: tuple[float, ...]
     """One a candidate, in the order given."""
@@ -114,9 +113,6 @@ class Likelihoods:
     request_tokens: int
     decoded_tokens: int
     total_s: float
-    per_name: tuple[float, ...] = ()
-    """log P(candidate's name | the request), one a candidate in the order given (`prompt.choice_name` after
-    `PromptLayout.choice_cue`): which tool the model would name for the request. Empty when not scored."""
 
 
 @dataclass(frozen=True)
@@ -175,8 +171,7 @@ class Engine(Protocol):
         ...
 
     async def request_likelihoods(self, records: Sequence[ToolRecord], query: str) -> Likelihoods:
-        """How likely `query` is after each of `records`, and each record's name after `query` (re-ranking); no
-        session changes."""
+        """How likely `query` is after each of `records` (re-ranking); no session changes."""
         ...
 
     async def complete(

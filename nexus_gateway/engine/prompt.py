@@ -21,11 +21,9 @@ import re
 from dataclasses import dataclass
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.catalog.naming import own_name
 from nexus_gateway.catalog.signatures import signature
 from nexus_gateway.engine import Turn
 
-CHOICE_CUE = "Tool:"
 _FIELD = re.compile(r"\{(instruction|context|query)\}")
 _INSTRUCTION = "You fill in the arguments of a tool call. Reply with one JSON object."
 _RULES = (
@@ -72,12 +70,6 @@ class PromptLayout:
 
     def request_text(self, query: str) -> str:
         return self.request.replace("{query}", query.strip())
-
-    def choice_cue(self) -> str:
-        """What follows the request when the model is asked which tool serves it (the re-ranker's name scores):
-        the request's closing without the arguments' opening brace, then `Tool:`."""
-        closing = self.request.partition("{query}")[2]
-        return closing.removesuffix('{"').removesuffix("{") + CHOICE_CUE
 
     def task_text(self, instruction: str, context: str, query: str) -> str:
         """A whole prompt for one task outside the sessions (no preamble): the reply comes next."""
@@ -150,12 +142,6 @@ def tool_text(record: ToolRecord) -> str:
 def signature_text(record: ToolRecord) -> str:
     """The compressed one-line signature in the same slot (the cheaper alternative to the full schema)."""
     return "Tool: " + record.signature + "\n"
-
-
-def choice_name(record: ToolRecord) -> str:
-    """A tool as the re-ranker's name scores read it after `PromptLayout.choice_cue`: its own name, without its
-    server's prefix (`create_issue`, not `npm-github__create_issue`), after a space."""
-    return " " + own_name(record.upstream_name, record.server)
 
 
 SCORING_WORDS = 48

@@ -39,16 +39,7 @@ from nexus_gateway.engine import (
     Session,
     Turn,
 )
-from nexus_gateway.engine.prompt import (
-    CHATML,
-    GEMMA,
-    PLAIN,
-    PromptLayout,
-    choice_name,
-    scoring_text,
-    signature_text,
-    tool_text,
-)
+from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, PromptLayout, scoring_text, signature_text, tool_text
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.splicer import Placement
 from nexus_gateway.errors import EngineError
@@ -248,14 +239,7 @@ class RemoteEngine:
             score, n, decoded = await self._likelihood(prefix, target)
             scores.append(score)
             tokens, counted = tokens + decoded, n
-        asked = self.layout.preamble + opening + target + self.layout.choice_cue()
-        names: list[float] = []
-        for record in records:  # log P(name | request), as scoring.py reads it
-            score, _, decoded = await self._likelihood(asked, choice_name(record))
-            names.append(score)
-            tokens += decoded
-        elapsed = time.perf_counter() - started
-        return Likelihoods(tuple(scores[:-1]), scores[-1], counted, tokens, elapsed, tuple(names))
+        return Likelihoods(tuple(scores[:-1]), scores[-1], counted, tokens, time.perf_counter() - started)
 
     async def _likelihood(self, prefix: str, target: str) -> tuple[float, int, int]:
         """log P(target | prefix) summed over the target's tokens; its tokens; the tokens decoded."""

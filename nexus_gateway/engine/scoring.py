@@ -1,5 +1,4 @@
-"""Query likelihood (re-ranking): how likely the request is after each candidate tool, teacher-forced, and
-each candidate's name after the request.
+"""Query likelihood (re-ranking): how likely the request is after each candidate tool, teacher-forced.
 
     <bos> preamble | tool text (scoring_text) | user turn opening | request tokens <end of turn>
                                                                 ^ scored: log P(token | everything before)
@@ -12,12 +11,6 @@ directly: the tool under which the model finds the request most likely explains 
 request after no tool at all is the baseline (`without`): a tool that does not raise the request's
 likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the sequence is
 closed afterwards and no other session changes.
-
-After the request with no tool before it (the baseline), the model is asked which tool serves the request
-(`PromptLayout.choice_cue`: the request's turn closed, then `Tool:`), and each candidate's own name is scored
-after that cue: log P(name | request), the other direction, which tells apart tools whose lines explain a request
-about equally ("read_query" and "list_tables" for "how many rows are in the orders table?"). It reuses the
-baseline's tokens; each name costs its own few.
 
 The tool's part does not depend on the request: with a block store, it is compiled once into a block
 (keyed by its text, like the full schemas' blocks) and spliced at depth 0, which is exact (no shift), so
@@ -34,7 +27,7 @@ import numpy as np
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
 from nexus_gateway.engine.blocks import Block, block_key
-from nexus_gateway.engine.prompt import choice_name, scoring_text
+from nexus_gateway.engine.prompt import scoring_text
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import BlockRejected, EngineError
 
@@ -99,46 +92,22 @@ def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) 
 
     def scored(record: ToolRecord | None) -> float:
         nonlocal tokens
-        if record is not None:
-            tokens += _place_tool(rt, seq, record)
-        start = rt.ctx.seq_range(seq)[1] + 1
-        if start + len(before) + len(target) > rt.ctx.n_ctx:
-            raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
-        # the user turn's opening is decoded in the same batch as the request, without its rows
-        rows = rt.ctx.decode_all(seq, [*before, *target[:-1]], start, skip=len(before) - 1)
-        tokens += len(before) + len(target) - 1
-        return float(_log_probs(rows, target).sum())
+        try:
+            if record is not None:
+                tokens += _place_tool(rt, seq, record)
+            start = rt.ctx.seq_range(seq)[1] + 1
+            if start + len(before) + len(target) > rt.ctx.n_ctx:
+                raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
+            # the user turn's opening is decoded in the same batch as the request, without its rows
+            rows = rt.ctx.decode_all(seq, [*before, *target[:-1]], start, skip=len(before) - 1)
+            tokens += len(before) + len(target) - 1
+            return float(_log_probs(rows, target).sum())
+        finally:
+            rt.ctx.seq_rm(seq, rt.anchor, -1)
 
     try:
-        per_tool = []
-        for record in records:
-            per_tool.append(scored(record))
-            rt.ctx.seq_rm(seq, rt.anchor, -1)
-        without = scored(None)  # the request is left in the sequence: the names are read after it
-        per_name, decoded = _name_scores(rt, seq, records, target[-1])
-        tokens += decoded
+        per_tool = tuple(scored(record) for record in records)
+        without = scored(None)
     finally:
         rt.ctx.seq_rm(seq)
-    return Likelihoods(tuple(per_tool), without, len(target), tokens, time.perf_counter() - started, per_name)
-
-
-def _name_scores(rt: Runtime, seq: int, records: Sequence[ToolRecord], closing: int) -> tuple[tuple[float, ...], int]:
-    """log P(each record's name | the request) in `seq`, which holds the preamble and the request up to its
-    closing token (`closing`, not decoded yet): that token and the rest of `PromptLayout.choice_cue` are decoded
-    once, then each name after them, in turn. The scores, and the tokens decoded; none when the cue does not
-    follow the request's closing as the request's own tokens end, or a name does not fit the context."""
-    cue = rt.model.tokenize(rt.layout.choice_cue(), special=True)
-    if not records or len(cue) < 2 or cue[0] != closing:
-        return (), 0
-    pos = rt.ctx.seq_range(seq)[1] + 1
-    names = [rt.model.tokenize(choice_name(record)) for record in records]
-    if pos + len(cue) + max(len(name) for name in names) > rt.ctx.n_ctx:
-        return (), 0
-    rt.ctx.decode(seq, cue[:-1], pos, logits=False)
-    pos += len(cue) - 1
-    scores = []
-    for name in names:
-        rows = rt.ctx.decode_all(seq, [cue[-1], *name[:-1]], pos)
-        scores.append(float(_log_probs(rows, name).sum()))
-        rt.ctx.seq_rm(seq, pos, -1)
-    return tuple(scores), len(cue) - 1 + sum(len(name) for name in names)
+    return Likelihoods(per_tool, without, len(target), tokens, time.perf_counter() - started)

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from nexus_gateway.catalog import content_hash
-from nexus_gateway.catalog.naming import own_name
 from nexus_gateway.errors import ConfigError
 from nexus_gateway.evals.dataset import Case
 from nexus_gateway.routing import gate
@@ -27,7 +26,7 @@ from nexus_gateway.routing.embedders import Embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import gate_stats
 from nexus_gateway.routing.mentions import mention_bonus, product_words
-from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms, own_name
 from nexus_gateway.routing.operations import misfit_penalty
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, FieldWeights, ToolFields

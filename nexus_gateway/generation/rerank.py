@@ -1,10 +1,8 @@
 """`Reranker`: below the margin gate, the local model's evidence re-orders the best few tools.
 
     request, top-k tools, their retrieval scores
-        -> Engine.request_likelihoods: log P(request | tool's line) for each, and with no tool;
-                                       log P(tool's name | request) for each
-        -> fused = z(retrieval) + weight * z(likelihood) + name_weight * z(names)
-                                                             (z: standardized over the k candidates)
+        -> Engine.request_likelihoods: log P(request | tool's line) for each, and with no tool
+        -> fused = z(retrieval) + weight * z(likelihood)     (z: standardized over the k candidates)
         -> the best fused candidate; None when no tool makes the request likelier than no tool at all
 
 Every candidate is scored; nothing is sampled, so the model cannot lean to the first names shown. Both
@@ -28,9 +26,6 @@ from nexus_gateway.engine import Engine
 DEFAULT_K = 5
 WEIGHT = 1.0
 """How much the model's evidence counts against retrieval's (both standardized)."""
-NAME_WEIGHT = 0.3
-"""How much the model's naming of each candidate (log P(name | request), `Likelihoods.per_name`) counts beside
-them, standardized alike."""
 DECISIVE_LEAD = 1.0
 """How far (in standardized units) the best fused candidate must be ahead of the second, besides retrieval and
 the model both putting it first, for the choice to be taken without asking (`Reranked.decisive`)."""
@@ -44,19 +39,9 @@ def standardized(values: Sequence[float]) -> list[float]:
     return [(value - mean) / spread if spread > 1e-9 else 0.0 for value in values]
 
 
-def fuse(
-    retrieval: Sequence[float],
-    likelihood: Sequence[float],
-    weight: float = WEIGHT,
-    names: Sequence[float] = (),
-    name_weight: float = NAME_WEIGHT,
-) -> list[float]:
-    """Retrieval's and the model's evidence, standardized and added (`weight` on the request's likelihood,
-    `name_weight` on the names', when there are name scores)."""
-    fused = [r + weight * m for r, m in zip(standardized(retrieval), standardized(likelihood), strict=True)]
-    if names:
-        fused = [f + name_weight * n for f, n in zip(fused, standardized(names), strict=True)]
-    return fused
+def fuse(retrieval: Sequence[float], likelihood: Sequence[float], weight: float = WEIGHT) -> list[float]:
+    """Retrieval's and the model's evidence, standardized and added (`weight` on the model's)."""
+    return [r + weight * m for r, m in zip(standardized(retrieval), standardized(likelihood), strict=True)]
 
 
 @dataclass(frozen=True)
@@ -68,8 +53,6 @@ class Reranked:
     retrieval: tuple[float, ...]
     likelihood: tuple[float, ...]
     """log P(request | candidate's line), summed over the request's tokens."""
-    names: tuple[float, ...]
-    """log P(candidate's name | request); empty when the engine did not score names."""
     without: float
     """log P(request) after no tool."""
     fused: tuple[float, ...]
@@ -103,10 +86,7 @@ class Reranked:
             "lead": round(self.lead, 3) if len(self.fused) > 1 else None,
             "scores": [
                 {"name": name, "retrieval": round(r, 4), "likelihood": round(m, 3), "fused": round(f, 3)}
-                | ({"named": round(self.names[i], 3)} if self.names else {})
-                for i, (name, r, m, f) in enumerate(
-                    zip(self.candidates, self.retrieval, self.likelihood, self.fused, strict=True)
-                )
+                for name, r, m, f in zip(self.candidates, self.retrieval, self.likelihood, self.fused, strict=True)
             ],
             "likelihood_without_tool": round(self.without, 3),
             "rerank_ms": self.ms,
@@ -115,15 +95,12 @@ class Reranked:
 
 
 class Reranker:
-    def __init__(
-        self, engine: Engine, *, k: int = DEFAULT_K, weight: float = WEIGHT, name_weight: float = NAME_WEIGHT
-    ) -> None:
+    def __init__(self, engine: Engine, *, k: int = DEFAULT_K, weight: float = WEIGHT) -> None:
         if k < 1:
             raise ValueError("re-ranking needs at least one candidate")
         self.engine = engine
         self.k = k
         self.weight = weight
-        self.name_weight = name_weight
 
     async def rerank(self, query: str, records: Sequence[ToolRecord], scores: Sequence[float]) -> Reranked:
         """The first `k` of `records` (best first, with their retrieval `scores`) re-ordered for `query`."""
@@ -132,20 +109,10 @@ class Reranker:
         if len(retrieval) != len(shown):
             raise ValueError("re-ranking needs a retrieval score for every candidate")
         scored = await self.engine.request_likelihoods(shown, query)
-        names = scored.per_name if len(scored.per_name) == len(shown) else ()
-        fused = tuple(fuse(retrieval, scored.per_tool, self.weight, names, self.name_weight))
+        fused = tuple(fuse(retrieval, scored.per_tool, self.weight))
         best = max(range(len(shown)), key=lambda i: (fused[i], -i))  # ties: retrieval order
         explains = max(scored.per_tool) > scored.without
         choice = shown[best].name if explains else None
+        names = tuple(record.name for record in shown)
         ms = round(scored.total_s * 1000, 2)
-        return Reranked(
-            tuple(record.name for record in shown),
-            choice,
-            retrieval,
-            scored.per_tool,
-            names,
-            scored.without,
-            fused,
-            ms,
-            scored.decoded_tokens,
-        )
+        return Reranked(names, choice, retrieval, scored.per_tool, scored.without, fused, ms, scored.decoded_tokens)

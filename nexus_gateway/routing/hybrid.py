@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
-from nexus_gateway.catalog.naming import own_name
 from nexus_gateway.routing.bm25 import BM25Retriever, tokenize
 from nexus_gateway.routing.embedders import Embedder, make_embedder
 from nexus_gateway.routing.fusion import FusionMethod, fuse, top_k
 from nexus_gateway.routing.gate import Calibration
 from nexus_gateway.routing.mentions import Products, mention_bonus, product_words
-from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms
+from nexus_gateway.routing.names import NAME_WEIGHT, name_coverage, name_terms, own_name
 from nexus_gateway.routing.operations import misfit_penalty
 from nexus_gateway.routing.query import routing_text
 from nexus_gateway.routing.retriever import DENSE_FIELDS, Hit, IndexProgress, Retriever, ToolFields

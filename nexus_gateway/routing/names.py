@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nexus_gateway.catalog.naming import own_name
 from nexus_gateway.routing.bm25 import tokenize
 from nexus_gateway.routing.mentions import GENERIC_SERVER_WORDS, server_words
 from nexus_gateway.routing.retriever import words_of
@@ -33,6 +32,13 @@ retrieval."""
 
 
 @functools.lru_cache(maxsize=16384)
+def own_name(name: str, server: str = "") -> str:
+    """A tool's name without its server's prefix: `npm-github__create_issue` -> `create_issue`."""
+    if server and name.startswith(server) and not name[len(server) : len(server) + 1].isalnum():
+        return name[len(server) :].lstrip("_-.:/")  # not the `hub` of `github_x` for a server `git`
+    return name
+
+
 def name_terms(name: str, server: str = "") -> frozenset[str]:
     """The terms of a tool's own name (stemmed as BM25 stems), its server's prefix and words left out."""
     name = own_name(name, server)

@@ -96,16 +96,13 @@ async def test_forced_scoring_sums_the_log_probabilities_of_the_request_after_ea
     seen: list[dict[str, Any]] = []
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
-        if body["prompt"].endswith("Paris weather<|im_end|>\n<|im_start|>assistant\nTool:"):  # the name's turn
-            return {"choices": [{"text": " get_weather", "logprobs": {"token_logprobs": [-0.25, -0.25]}}]}
         lp = [-1.0, -1.0] if "get_weather" in body["prompt"] else [-3.0, -3.0]
         return {"choices": [{"text": "Paris weather", "logprobs": {"token_logprobs": lp}}]}
 
     async with RemoteEngine(_settings(), transport=_server(reply, seen)) as engine:
         scored = await engine.request_likelihoods(list(tool_records([WEATHER]).values()), "Paris weather")
-    assert scored.per_tool == (-2.0,) and scored.without == -6.0 and scored.per_name == (-0.5,) and len(seen) == 3
+    assert scored.per_tool == (-2.0,) and scored.without == -6.0 and len(seen) == 2
     assert seen[0]["grammar"] == gbnf_literal("Paris weather") and seen[0]["logprobs"] == 1
-    assert seen[2]["grammar"] == gbnf_literal(" get_weather")
 
 
 async def test_echo_scoring_reads_only_the_requests_tokens_by_their_text_offsets():

@@ -7,7 +7,6 @@ import pytest
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
-from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, choice_name
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.scoring import compile_scoring, request_likelihoods
 from nexus_gateway.generation.rerank import Reranker, fuse, standardized
@@ -82,45 +81,13 @@ def test_scoring_blocks_compiled_ahead_leave_only_the_request_to_decode(gen_runt
     assert compile_scoring(gen_runtime, [sunset, tide]) == 0  # already there
     ahead = request_likelihoods(gen_runtime, [sunset, tide], query)
     request_only = request_likelihoods(gen_runtime, [], query).decoded_tokens
-    cue = len(gen_runtime.model.tokenize(gen_runtime.layout.choice_cue(), special=True)) - 1
-    names = sum(len(gen_runtime.model.tokenize(choice_name(record))) for record in (sunset, tide))
-    assert ahead.decoded_tokens == 3 * request_only + cue + names, ahead  # each tool's text came from its block
+    assert ahead.decoded_tokens == 3 * request_only, ahead  # each tool's text came from its block
     store, gen_runtime.store = gen_runtime.store, None
     try:
         prefilled = request_likelihoods(gen_runtime, [sunset, tide], query)
     finally:
         gen_runtime.store = store
     assert ahead.per_tool == pytest.approx(prefilled.per_tool, abs=1e-3)
-
-
-def test_each_candidates_name_is_scored_after_the_request_and_the_one_it_asks_for_is_likeliest(gen_runtime: Runtime):
-    gen_runtime.reset()
-    scored = request_likelihoods(gen_runtime, [EMAIL, CLOCK, WEATHER], "What time is it in Tokyo right now?")
-    assert len(scored.per_name) == 3 and max(scored.per_name) == scored.per_name[1], scored
-    again = request_likelihoods(gen_runtime, [WEATHER, CLOCK], "What time is it in Tokyo right now?")
-    assert again.per_name == pytest.approx((scored.per_name[2], scored.per_name[1]), abs=1e-3)  # order-free
-    assert request_likelihoods(gen_runtime, [], "What time is it?").per_name == ()
-
-
-def test_the_choice_cue_closes_the_request_turn_and_a_name_is_the_tools_own():
-    assert CHATML.choice_cue() == "<|im_end|>\n<|im_start|>assistant\nTool:"
-    assert GEMMA.choice_cue() == "<end_of_turn>\n<start_of_turn>model\nTool:"
-    assert PLAIN.choice_cue() == "\nArguments: Tool:"
-    github = ToolRecord(
-        name="npm-github__create_issue",
-        server="npm-github",
-        upstream_name="create_issue",
-        description="",
-        input_schema={"type": "object"},
-    )
-    assert choice_name(github) == " create_issue" and choice_name(CLOCK) == " get_current_time"
-
-
-def test_names_weigh_in_the_fused_pick_only_when_scored():
-    retrieval, flat = [0.5, 0.5], [-20.0, -20.0]
-    assert fuse(retrieval, flat, names=()) == [0.0, 0.0]
-    named = fuse(retrieval, flat, names=[-9.0, -3.0], name_weight=0.3)
-    assert named[1] > named[0] and named[1] == pytest.approx(0.3)
 
 
 def test_scoring_leaves_every_session_as_it_was(gen_runtime: Runtime):
