@@ -192,7 +192,8 @@ def _without_marks(value: str, said: re.Match[str]) -> str:
     """`value` without the marks the description says it is written without (`:white_check_mark:` ->
     `white_check_mark`), at the end it names ("leading", "trailing") or both; the value itself unless a
     value is left."""
-    marks = said.group(3) or _MARK_WORDS[said.group(4).split()[0].rstrip("s").casefold()]
+    named = said.group(4).split()[0].casefold() if said.group(4) else ""
+    marks = said.group(3) or next(mark for word, mark in _MARK_WORDS.items() if named.startswith(word))
     where = (said.group(1) or "").strip().casefold()
     chars = "".join(set(marks))
     strip = {"leading": value.lstrip, "trailing": value.rstrip}.get(where, value.strip)

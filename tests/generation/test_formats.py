@@ -78,6 +78,15 @@ def test_marks_the_description_says_a_value_is_written_without_are_taken_off_its
     fixed = in_asked_form(request, schema, written)
     assert fixed == {"reaction": "white_check_mark", "channel": "general", "path": "src/app.py", "user": "sam@acme.io"}
     assert in_asked_form(request, schema, {"reaction": "::"})["reaction"] == "::"  # nothing would be left
+    for said, value, bare in [
+        ("Handle with no at sign", "@sam", "sam"),
+        ("Handle, without the @ symbol", "@sam", "sam"),
+        ("Route without slashes", "/users/", "users"),
+        ("Emoji without colons", ":tada:", "tada"),
+        ("Tag without the hash sign", "#ops", "ops"),
+    ]:
+        one = _schema(value={"type": "string", "description": said})
+        assert in_asked_form("x", one, {"value": value}) == {"value": bare}, said
     assert not ungrounded(request, schema, fixed)
 
 
