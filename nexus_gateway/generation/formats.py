@@ -195,9 +195,8 @@ def _without_marks(value: str, said: re.Match[str]) -> str:
     named = said.group(4).split()[0].casefold() if said.group(4) else ""
     marks = said.group(3) or next(mark for word, mark in _MARK_WORDS.items() if named.startswith(word))
     where = (said.group(1) or "").strip().casefold()
-    chars = "".join(set(marks))
     strip = {"leading": value.lstrip, "trailing": value.rstrip}.get(where, value.strip)
-    stripped = strip(chars)
+    stripped = strip(marks)  # str.strip takes a set of characters: "::" strips colons
     return stripped if stripped.strip() else value
 
 
