@@ -26,7 +26,6 @@ from nexus_gateway.bench._cases import BenchCase, history
 from nexus_gateway.engine.blocks import open_block
 from nexus_gateway.engine.compiler import compile_tools
 from nexus_gateway.engine.policy import SplicePolicy
-from nexus_gateway.engine.prompt import signature_text
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.errors import EngineError
@@ -88,7 +87,7 @@ def measure(
                         tokens, _ = runtime.tool_tokens(case.record)
                         runtime.splicer.prefill(work.seq, base.n_past, tokens)
                     elif mode == "signature":
-                        tokens = model.tokenize(signature_text(case.record))
+                        tokens, _ = runtime.line_tokens(case.record)
                         runtime.splicer.prefill(work.seq, base.n_past, tokens)
                     else:
                         tokens, key = runtime.tool_tokens(case.record)

@@ -36,7 +36,7 @@ from nexus_gateway.engine import CLOSING_TOKENS, Decoded, Decoding
 from nexus_gateway.engine.copying import CopyBias
 from nexus_gateway.engine.llama import GrammarSampler, LlamaModel
 from nexus_gateway.engine.lookahead import Lookahead, followers
-from nexus_gateway.engine.prompt import signature_text, tool_text
+from nexus_gateway.engine.prompt import tool_line, tool_text
 from nexus_gateway.engine.runtime import Runtime, SessionState
 from nexus_gateway.engine.splicer import Placement
 
@@ -89,7 +89,7 @@ one and the draft after it) and send back the logits after each."""
 
 def tool_tokens(rt: Runtime, record: ToolRecord, form: ToolForm) -> list[int]:
     """The tokens of the tool text in `form`, as the lookahead reads them (`Lookahead.prompt`)."""
-    return rt.model.tokenize(signature_text(record) if form == "signature" else tool_text(record))
+    return rt.model.tokenize(tool_line(record) if form == "signature" else tool_text(record))
 
 
 def decode_steps(

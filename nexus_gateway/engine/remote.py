@@ -39,7 +39,7 @@ from nexus_gateway.engine import (
     Session,
     Turn,
 )
-from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, PromptLayout, scoring_text, signature_text, tool_text
+from nexus_gateway.engine.prompt import CHATML, GEMMA, PLAIN, PromptLayout, tool_line, tool_text
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.splicer import Placement
 from nexus_gateway.errors import EngineError
@@ -196,7 +196,7 @@ class RemoteEngine:
     async def decode_arguments(self, session: Session, record: ToolRecord, query: str, how: Decoding) -> Decoded:
         """The arguments under the grammar; a `splice` prefills the full schema (blocks stay local)."""
         started = time.perf_counter()
-        tool = signature_text(record) if how.form == "signature" else tool_text(record)
+        tool = tool_line(record) if how.form == "signature" else tool_text(record)
         request = self.layout.request_text(query)
         request = request[:-2] if request.endswith('{"') else request  # the grammar writes the whole object
         prompt = self.layout.preamble + "".join(self._turns(session)) + tool + request
@@ -235,7 +235,7 @@ class RemoteEngine:
         scores: list[float] = []
         tokens = counted = 0
         for record in [*records, None]:
-            prefix = self.layout.preamble + (scoring_text(record) if record is not None else "") + opening
+            prefix = self.layout.preamble + (tool_line(record) if record is not None else "") + opening
             score, n, decoded = await self._likelihood(prefix, target)
             scores.append(score)
             tokens, counted = tokens + decoded, n

@@ -22,7 +22,7 @@ from nexus_gateway.engine.llama import ContextSettings, LlamaContext, LlamaModel
 from nexus_gateway.engine.model import ModelFile, fingerprint, resolve_model
 from nexus_gateway.engine.models import shipped_policy
 from nexus_gateway.engine.policy import SplicePolicy, load_policy
-from nexus_gateway.engine.prompt import PromptLayout, layout_for, signature_text, tool_text
+from nexus_gateway.engine.prompt import PromptLayout, layout_for, tool_line, tool_text
 from nexus_gateway.engine.settings import EngineSettings
 from nexus_gateway.engine.splicer import Placement, Splicer
 from nexus_gateway.engine.store import BlockStore
@@ -181,6 +181,12 @@ class Runtime:
         text = tool_text(record)
         return self.model.tokenize(text), block_key(self.layout.preamble, text)
 
+    def line_tokens(self, record: ToolRecord) -> tuple[list[int], str]:
+        """Token ids and block key of a tool's line (`prompt.tool_line`: the re-ranker's and the
+        signature-form fill's; one block serves both)."""
+        text = tool_line(record)
+        return self.model.tokenize(text), block_key(self.layout.preamble, text)
+
     def cold_schema(self, state: SessionState, record: ToolRecord) -> ColdSchema | None:
         """Why `record`'s full schema would enter `state` by a full prefill (Engine.cold_schema), or None. Depth
         first: a session too deep to splice into would not use the block, so its absence is not reported."""
@@ -193,14 +199,10 @@ class Runtime:
         return None
 
     def place_tool(self, state: SessionState, record: ToolRecord, *, form: str = "schema") -> Placement:
-        """Add a tool to the session: its full schema through the splicer, or (`form="signature"`) its
-        one-line signature, prefilled."""
-        if form == "signature":
-            tokens = self.model.tokenize(signature_text(record))
-            placement = self.splicer.prefill(state.seq, state.n_past, tokens, reason="signature")
-        else:
-            tokens, key = self.tool_tokens(record)
-            placement = self.splicer.place(state.seq, state.n_past, tokens, key)
+        """Add a tool to the session through the splicer: its full schema, or (`form="signature"`) its line,
+        whose block the re-ranker compiled (spliced where the policy allows, else prefilled)."""
+        tokens, key = self.line_tokens(record) if form == "signature" else self.tool_tokens(record)
+        placement = self.splicer.place(state.seq, state.n_past, tokens, key)
         state.n_past += len(tokens)
         state.logits = None
         return placement

@@ -1,9 +1,9 @@
 """Query likelihood (re-ranking): how likely the request is after each candidate tool, teacher-forced.
 
-    <bos> preamble | tool text (scoring_text) | user turn opening | request tokens <end of turn>
+    <bos> preamble | tool line (tool_line) | user turn opening | request tokens <end of turn>
                                                                 ^ scored: log P(token | everything before)
 
-For each tool the request's tokens are decoded after the tool's line (`prompt.scoring_text`: the
+For each tool the request's tokens are decoded after the tool's line (`prompt.tool_line`: the
 signature's form with the whole description, up to 48 words) in a sequence of its own (a copy of the
 preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improving Passage Retrieval
 with Zero-Shot Question Generation"). The request is the same for every tool, so the sums compare
@@ -26,8 +26,7 @@ import numpy as np
 
 from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.engine import Likelihoods
-from nexus_gateway.engine.blocks import Block, block_key
-from nexus_gateway.engine.prompt import scoring_text
+from nexus_gateway.engine.blocks import Block
 from nexus_gateway.engine.runtime import Runtime
 from nexus_gateway.errors import BlockRejected, EngineError
 
@@ -40,12 +39,11 @@ def _log_probs(rows: np.ndarray, targets: list[int]) -> np.ndarray:
     return picked
 
 
-def _scoring_block(rt: Runtime, text: str, tokens: list[int]) -> tuple[Block | None, int]:
-    """The compiled block of a scoring text (compiled and saved first when the store has none or a bad one)
-    and the tokens decoded for it; (None, 0) without a store or when the text does not fit."""
+def _scoring_block(rt: Runtime, tokens: list[int], key: str) -> tuple[Block | None, int]:
+    """The compiled block of a tool line (compiled and saved first when the store has none or a bad one)
+    and the tokens decoded for it; (None, 0) without a store or when the line does not fit."""
     if rt.store is None or rt.anchor + len(tokens) >= rt.ctx.n_ctx:
         return None, 0
-    key = block_key(rt.layout.preamble, text)
     try:
         block = rt.store.get(key, tokens=tokens, anchor=rt.anchor)
     except BlockRejected:
@@ -57,11 +55,10 @@ def _scoring_block(rt: Runtime, text: str, tokens: list[int]) -> tuple[Block | N
 
 
 def _place_tool(rt: Runtime, seq: int, record: ToolRecord) -> int:
-    """Put `record`'s scoring text right after the preamble of the empty-after-preamble `seq`: its block
-    spliced (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
-    text = scoring_text(record)
-    tokens = rt.model.tokenize(text)
-    block, decoded = _scoring_block(rt, text, tokens)
+    """Put `record`'s line right after the preamble of the empty-after-preamble `seq`: its block spliced
+    (compiled first when the store has none), or prefilled without a store. Tokens decoded."""
+    tokens, key = rt.line_tokens(record)
+    block, decoded = _scoring_block(rt, tokens, key)
     if block is None or not rt.splicer.splice(seq, rt.anchor, block):
         rt.ctx.decode(seq, tokens, rt.anchor, logits=False)
         return len(tokens)
@@ -73,8 +70,7 @@ def compile_scoring(rt: Runtime, records: Sequence[ToolRecord]) -> int:
     request's tokens for them); how many were compiled."""
     compiled = 0
     for record in records:
-        text = scoring_text(record)
-        compiled += _scoring_block(rt, text, rt.model.tokenize(text))[1] > 0
+        compiled += _scoring_block(rt, *rt.line_tokens(record))[1] > 0
     return compiled
 
 

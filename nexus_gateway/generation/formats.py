@@ -24,6 +24,9 @@ parameter's own schema or description states it:
                    separators, the model copied that example, and the request has one run of as many
                    digits: written as the example is (`1764950400.123456` from a Slack link's
                    `p1764950400123456` for "in the format '1234567890.123456'")
+    seasons        a season or fiscal year the request spans over two years, where the description asks for
+                   `YYYY-YY` (or a season's pattern `^[0-9]{4}-[0-9]{2}$`): `2023 to 2024`, `2023/2024` ->
+                   `2023-24`
     percentages    `4` -> `0.04` where the description asks for a decimal (or a fraction) and the request
                    writes "4%"; `0.0625` -> `6.25` where it asks for a percentage and the request writes
                    "6.25%"
@@ -77,6 +80,13 @@ _SAID_CLOCK = re.compile(
 _DATE_ONLY = re.compile(r"\bYYYY-MM-DD\b(?![ T]?(?:HH|hh))")
 _DATE_WITH_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T]\d{1,2}:\d{2}(?::\d{2})?$")
 _PERCENT = re.compile(r"\b(?:as|in)\s+(?:a\s+)?percent(?:age)?\b|\bpercentage\b|\d for \d+(?:\.\d+)?\s?%", re.I)
+_SEASON_FORM = re.compile(r"\bYYYY-YY\b")
+_SEASON_WORDS = re.compile(r"\b(?:season|fiscal|financial year|academic year|school year)", re.IGNORECASE)
+_SAID_SEASON = re.compile(
+    r"(?<![\d.])((?:19|20)\d{2})\s*(?:-|\u2013|/|\bto\b|\bthrough\b|\band\b)\s*((?:19|20)?\d{2})(?![\d.])",
+    re.IGNORECASE,
+)
+"""Two years a request joins into one season: `2023-24`, `2023/2024`, `2023 to 2024`."""
 _NO_SPACES = re.compile(r"\b(?:without|no) (?:spaces|whitespace)\b", re.IGNORECASE)
 _WITHOUT_MARKS = re.compile(
     r"\b(?:without|no|excluding|omit(?:ting)?|minus)\s+(?:the\s+|any\s+)?(leading\s+|trailing\s+|surrounding\s+)?"
@@ -168,6 +178,26 @@ def _said_time(request: str, value: str, arguments: Mapping[str, Any]) -> str | 
     return None if said[0] in held else said[0]
 
 
+def _asks_season(spec: Mapping[str, Any]) -> bool:
+    """The description asks for a season as `YYYY-YY`, or names a season over a `^[0-9]{4}-[0-9]{2}$` pattern."""
+    description = str(spec.get("description") or "")
+    pattern = str(spec.get("pattern") or "").replace("\\d", "[0-9]")
+    return bool(_SEASON_FORM.search(description)) or (
+        pattern == "^[0-9]{4}-[0-9]{2}$" and bool(_SEASON_WORDS.search(description))
+    )
+
+
+def said_seasons(request: str) -> list[str]:
+    """The seasons a request states as two consecutive years, each as `YYYY-YY`, in order and once."""
+    found: list[str] = []
+    for match in _SAID_SEASON.finditer(request):
+        first, second = int(match.group(1)), int(match.group(2)[-2:])
+        season = f"{first}-{second:02d}"
+        if second == (first + 1) % 100 and season not in found:
+            found.append(season)
+    return found
+
+
 def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str:
     kind = code_kind(name, spec)
     if kind is not None:
@@ -179,6 +209,8 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
         value = _clock(value)
     if (_DATE_ONLY.search(description) or spec.get("format") == "date") and (day := _DATE_WITH_TIME.match(value)):
         value = day.group(1)
+    if _asks_season(spec) and len(seasons := said_seasons(request)) == 1:
+        value = seasons[0]
     if _NO_SPACES.search(description):
         value = re.sub(r"\s+", "", value)
     if without := _WITHOUT_MARKS.search(description):

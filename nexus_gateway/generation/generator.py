@@ -66,6 +66,7 @@ from nexus_gateway.generation.stated import (
     topic_only,
     unstatable,
     unstated_choices,
+    whole_lists,
 )
 
 logger = logging.getLogger(__name__)
@@ -418,7 +419,7 @@ def _grounded(
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
-    arguments |= named_choices(query, schema, arguments)
+    arguments |= named_choices(query, schema, arguments) | whole_lists(query, schema, arguments)
     arguments = full_names(query, schema, directed(query, schema, one_place(query, schema, arguments)))
     arguments = without_nested_inventions(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))

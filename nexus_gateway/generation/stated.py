@@ -25,6 +25,9 @@ that carry more than their topic, and paths it gives in pieces.
                       it repeats; a free string that ends with "to", "in", "on", ... and another argument's
                       whole value loses that tail (`text: "Risks to /home/ana/plan.docx"` beside `filename:
                       "/home/ana/plan.docx"`: `Risks`)
+    whole_lists       a list of enum choices the model began with choices the request names, and stopped short:
+                      every choice the request names, in the request's order ("in English, French and
+                      German": all three where the model wrote `["English"]`)
     day_lists         before decoding: the days of the week a request names as a set ("on weekdays", "every
                       day") for a list of day choices, given after decoding
     directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
@@ -327,6 +330,48 @@ def named_choices(request: str, schema: Mapping[str, Any], arguments: Mapping[st
         if len(named) == 1 and len(named[0]) >= 4 and named[0].lower() not in _NO_CHOICE:
             found[name] = named[0]
     return found
+
+
+def whole_lists(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The lists of enum strings the model began with choices the request names only, where the request names
+    more of them (as whole words, in the singular or the plural, `_` and `-` read as spaces): every choice it
+    names that no other argument holds, in the request's order, up to `maxItems`: name -> choices."""
+    properties = _mapping(schema, "properties")
+    found = {}
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if not isinstance(spec, Mapping) or not isinstance(value, list) or not value:
+            continue
+        choices = _mapping(spec, "items").get("enum")
+        if not isinstance(choices, list):
+            continue
+        held = {str(other).casefold() for key, other in arguments.items() if key != name and isinstance(other, str)}
+        places = {
+            choice: _first_place(choice, request)
+            for choice in choices
+            if isinstance(choice, str) and (choice in value or choice.casefold() not in held)
+        }
+        named = sorted((place, choice) for choice, place in places.items() if place is not None)
+        if any(places.get(item) is None for item in value) or len(named) <= len(value):
+            continue
+        limit = spec.get("maxItems")
+        if isinstance(limit, int) and len(named) > limit:
+            continue
+        found[name] = [choice for _, choice in named]
+    return found
+
+
+def _first_place(choice: str, request: str) -> int | None:
+    """Where the request first names `choice` as whole words (singular or plural, `_` and `-` as spaces)."""
+    words = re.sub(r"[\s_-]+", " ", choice.strip()).casefold()
+    if len(words) < 2:
+        return None
+    forms = [words, words + "s", words + "es"]
+    if words.endswith("s") and not words.endswith("ss") and len(words) > 4:
+        forms.append(words[:-1])
+    spelled = "|".join(r"[\s_-]+".join(map(re.escape, form.split(" "))) for form in forms)
+    match = re.search(rf"(?<!\w)(?:{spelled})(?!\w)", request, re.IGNORECASE)
+    return match.start() if match else None
 
 
 _NAMED_VALUE = re.compile(

@@ -17,9 +17,9 @@ def test_a_turn_is_the_request_its_arguments_and_the_start_of_its_result(layout:
     assert layout.turn_text(proposed) == 'Earlier request: email bob\nArguments: {"to": "bob"}\n'
 
 
-def test_the_scorer_reads_the_whole_description_where_the_signature_keeps_its_first_sentence():
+def test_a_tool_line_reads_the_whole_description_where_the_listed_signature_keeps_its_first_sentence():
     from nexus_gateway.catalog import ToolRecord
-    from nexus_gateway.engine.prompt import scoring_text, signature_text
+    from nexus_gateway.engine.prompt import tool_line
 
     tool = {
         "name": "FinanceTool",
@@ -27,7 +27,7 @@ def test_the_scorer_reads_the_whole_description_where_the_signature_keeps_its_fi
         "inputSchema": {"type": "object", "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]},
     }
     record = ToolRecord.from_tool("finance", tool)
-    assert "cryptocurrencies" not in signature_text(record)
-    text = scoring_text(record)
+    assert "cryptocurrencies" not in record.signature
+    text = tool_line(record)
     assert text.startswith("Tool: " + record.name + "(symbol: str) - Stay informed")
     assert "cryptocurrencies" in text and text.endswith("\n")

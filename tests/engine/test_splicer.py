@@ -44,6 +44,24 @@ def test_splice_at_zero_shift_gives_logits_identical_to_prefill(fresh: Runtime):
     assert not np.array_equal(request_logits(fresh, other), reference)  # the comparison can tell tools apart
 
 
+def test_a_tool_line_compiled_by_the_reranker_is_spliced_by_the_signature_fill_and_reads_as_prefilled(
+    fresh: Runtime,
+):
+    from nexus_gateway.engine.scoring import compile_scoring
+
+    assert compile_scoring(fresh, [WEATHER]) == 1 and compile_scoring(fresh, [WEATHER]) == 0  # compiled once
+    fresh.reset()
+    state = fresh.open_session()
+    placement = fresh.place_tool(state, WEATHER, form="signature")
+    assert (placement.mode, placement.recomputed) == ("splice", 0)
+    spliced = request_logits(fresh, state)
+    fresh.reset()
+    state = fresh.open_session()
+    fresh.append(state, fresh.line_tokens(WEATHER)[0], logits=False)
+    assert np.array_equal(spliced, request_logits(fresh, state))
+    assert not np.array_equal(spliced, prefilled_reference(fresh))  # the line is not the full schema
+
+
 def test_policy_prefill_path_is_bit_identical_to_plain_prefill(fresh: Runtime):
     compile_tools(fresh, [WEATHER])
     fresh.reset()

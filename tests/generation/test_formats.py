@@ -271,3 +271,17 @@ def test_a_column_named_by_its_letter_is_given_as_its_number_where_the_descripti
     assert in_asked_form("insert a row before row 7", schema, {"start": 7}) == {"start": 7}  # no column named
     plain = {"type": "object", "properties": {"start": {"type": "integer", "description": "Where to start."}}}
     assert in_asked_form(request, plain, {"start": 1}) == {"start": 1}
+
+
+def test_a_season_the_request_spans_over_two_years_is_written_as_the_description_asks():
+    schema = _schema(
+        season={"type": "string", "description": "NBA season as YYYY-YY, e.g. 2023-24"},
+        fiscal={"type": "string", "pattern": r"^\d{4}-\d{2}$", "description": "Fiscal year"},
+        month={"type": "string", "pattern": r"^\d{4}-\d{2}$", "description": "Month"},
+    )
+    said = "points per game for the 2023 to 2024 season"
+    assert in_asked_form(said, schema, {"season": "2023"}) == {"season": "2023-24"}
+    assert in_asked_form("spend in fiscal 2025/2026", schema, {"fiscal": "2025"}) == {"fiscal": "2025-26"}
+    assert in_asked_form("spend in 2025/2026", schema, {"month": "2025-20"}) == {"month": "2025-20"}  # not a season
+    assert in_asked_form("from 2019 to 2023", schema, {"season": "2019"}) == {"season": "2019"}  # not consecutive
+    assert in_asked_form("2021-22 or 2022-23", schema, {"season": "2021-22"}) == {"season": "2021-22"}  # two seasons

@@ -14,6 +14,7 @@ from nexus_gateway.generation.stated import (
     topic_only,
     unstatable,
     unstated_choices,
+    whole_lists,
 )
 
 THERMOSTAT = {
@@ -319,6 +320,29 @@ def test_days_named_as_a_set_are_the_days_in_the_enums_spelling():
     assert day_lists("wake me at 9 on weekends", alarm) == {"repeat": ["Sat", "Sun"]}
     assert len(day_lists("remind me daily at 8", alarm)["repeat"]) == 7
     assert day_lists("an alarm at 7 tomorrow", alarm) == {}
+
+
+def test_a_list_of_choices_cut_short_gets_every_choice_the_request_names_in_its_order():
+    schema = {
+        "type": "object",
+        "properties": {
+            "source": {"type": "string", "enum": ["English", "French", "German", "Spanish"]},
+            "languages": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["English", "French", "German", "Spanish"]},
+            },
+            "kinds": {"type": "array", "maxItems": 2, "items": {"type": "string", "enum": ["pull_request", "issue"]}},
+        },
+    }
+    said = "translate it into German, Spanish and French"
+    assert whole_lists(said, schema, {"languages": ["German"]}) == {"languages": ["German", "Spanish", "French"]}
+    assert whole_lists(said, schema, {"languages": ["German", "Spanish", "French"]}) == {}  # whole already
+    assert whole_lists(said, schema, {"languages": ["English"]}) == {}  # began with a choice the request never names
+    from_english = "translate it from English into German and French"
+    assert whole_lists(from_english, schema, {"source": "English", "languages": ["German"]}) == {
+        "languages": ["German", "French"]  # English is the source's
+    }
+    assert whole_lists("issues and pull requests", schema, {"kinds": ["issue"]}) == {"kinds": ["issue", "pull_request"]}
 
 
 def test_an_optional_boolean_whose_words_the_request_states_is_switched_on_and_a_default_unstated_is_left_out():
