@@ -14,7 +14,9 @@ script projects and one about environment variables; `~/notes/todo.md` pulls a d
 their kind (a file's extension is kept: `.xlsx` and `.png` do say which tool), before either retriever
 reads the request. Quoted text ('Login button unresponsive on Android 14', `npm run build`) is left out: it is
 what a tool is given (a title, a message, a command), and its words pull tools about them (a browser's buttons)
-more than the tool the request asks for. An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its
+more than the tool the request asks for; so is what follows a colon after an instruction ("save this as
+intro.txt: Hi all, I joined the data team" reads "save this as file txt": the team's words pulled a tool that
+creates teams; on the everyday sets at 843 tools, 5 requests moved up and 1 down a place). An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its
 project's letters are no word of any tool, and "what's the status of PROJ-1423?" is about an issue. The
 argument filler and the re-ranker still read the request as written.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 
 from nexus_gateway.routing.jargon import expansions
+from nexus_gateway.routing.operations import request_verb
 
 _URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s'\"<>]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -44,6 +47,10 @@ _QUOTED = re.compile(
     r"(?<![\w])'[^']{2,}'(?![\w])|\"[^\"]{2,}\"|`[^`]{2,}`|\u201c[^\u201d]{2,}\u201d|\u2018[^\u2019]{2,}\u2019"
 )
 """A quoted span: a title, a message, a command, a search string. Its words are the value, not the operation."""
+_PAYLOAD = re.compile(r"^(?P<head>[^:]*?\S):\s+(?P<body>\S+\s+\S.*)$", re.DOTALL)
+"""An instruction, a colon, then what it gives: "save this as notes.txt: Hi all, ...", "create a jira ticket in WEB:
+checkout page times out"."""
+_PAYLOAD_CUE = re.compile(r"\b(?:saying|says|reading|reads|text|message|body|content|note)$", re.IGNORECASE)
 _FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")
 _NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk", "de", "fr", "eu", "gov", "edu"})
@@ -75,10 +82,22 @@ def routing_text(request: str) -> str:
     return f"{text} {extra}" if extra else text
 
 
+def _without_payload(request: str) -> str:
+    """`request` without what follows a colon where an instruction comes before it (an imperative verb, or
+    "saying", "message", ... right before the colon): that is the value given (a file's text, a ticket's
+    summary), like a quoted span. A name before the colon ("duckduckgo: ...", "k8s: list pods") is no
+    instruction, so what follows it is the request and is kept."""
+    match = _PAYLOAD.match(request.strip())
+    if match is None:
+        return request
+    head = match.group("head")
+    return head if request_verb(head) is not None or _PAYLOAD_CUE.search(head) else request
+
+
 def values_by_kind(request: str) -> str:
-    """`request` with its quoted spans left out and its URLs, e-mail addresses, paths and file names replaced by
-    their kind (see above); the request itself when it holds none."""
-    text = _QUOTED.sub(" ", request)
+    """`request` with its quoted spans and a payload after a colon left out and its URLs, e-mail addresses,
+    paths and file names replaced by their kind (see above); the request itself when it holds none."""
+    text = _QUOTED.sub(" ", _without_payload(request))
     if len(text.split()) < 3:  # the request is mostly its quote ("search for '...'"): read it all
         text = request
     text = _URL.sub(" url ", text)

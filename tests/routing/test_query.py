@@ -27,6 +27,10 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         ("kick off `npm run build` in a terminal", "kick off in a terminal"),
         ('search for "rust async runtimes"', 'search for "rust async runtimes"'),  # mostly its quote: kept
         ("log 2h on ENG-88, flaky tests", "log 2h on issue , flaky tests"),
+        ("save this as ~/drafts/intro.txt: Hi all, I joined the data team", "save this as file txt"),
+        ("create a jira ticket in project WEB: checkout page times out", "create a jira ticket in project WEB"),
+        ("on slack, reply in thread 1733312345.000200: on it", "on slack, reply in thread 1733312345.000200"),
+        ("email ann, subject Lunch, saying: see you at noon", "email ann, subject Lunch, saying"),
     ],
 )
 def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
@@ -43,6 +47,10 @@ def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
         "fork vercel/next.js to my account",
         "convert 3/4 cups to grams",
         "save it as UTF-8 and hash it with SHA-256",  # standards written like an issue key
+        "gitlab project 4521: open an MR from feat/cache into main",  # a name before the colon: the request follows
+        "k8s: list pods in the payments namespace",
+        "search for: react hooks",  # the payload is most of it: read all
+        "react with :tada: to the message in C01ABCD",
     ],
 )
 def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_text: str) -> None:
