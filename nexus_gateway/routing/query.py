@@ -16,9 +16,10 @@ reads the request. Quoted text ('Login button unresponsive on Android 14', `npm 
 what a tool is given (a title, a message, a command), and its words pull tools about them (a browser's buttons)
 more than the tool the request asks for; so is what follows a colon after an instruction ("save this as
 intro.txt: Hi all, I joined the data team" reads "save this as file txt": the team's words pulled a tool that
-creates teams; on the everyday sets at 843 tools, 5 requests moved up and 1 down a place). An issue key (`PROJ-1423`, `ENG-88`) is read as "issue": its
-project's letters are no word of any tool, and "what's the status of PROJ-1423?" is about an issue. The
-argument filler and the re-ranker still read the request as written.
+creates teams; on the everyday sets at 843 tools, 5 requests moved up and 1 down a place). An issue key
+(`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no word of any tool, and "what's the
+status of PROJ-1423?" is about an issue. The argument filler and the re-ranker still read the request as
+written.
 """
 
 from __future__ import annotations
