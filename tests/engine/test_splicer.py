@@ -45,10 +45,11 @@ def test_splice_at_zero_shift_gives_logits_identical_to_prefill(fresh: Runtime):
 
 
 def test_a_tool_line_compiled_by_the_reranker_is_spliced_by_the_signature_fill_and_reads_as_prefilled(
-    fresh: Runtime,
+    fresh: Runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
     from nexus_gateway.engine.scoring import compile_scoring
 
+    use_store(fresh, monkeypatch, tmp_path)  # a store of its own: no other test compiled the line before
     assert compile_scoring(fresh, [WEATHER]) == 1 and compile_scoring(fresh, [WEATHER]) == 0  # compiled once
     fresh.reset()
     state = fresh.open_session()
