@@ -178,13 +178,14 @@ class Runtime:
 
     def tool_tokens(self, record: ToolRecord) -> tuple[list[int], str]:
         """Token ids and block key of a tool's full text."""
-        text = tool_text(record)
-        return self.model.tokenize(text), block_key(self.layout.preamble, text)
+        return self._tokens_and_key(tool_text(record))
 
     def line_tokens(self, record: ToolRecord) -> tuple[list[int], str]:
         """Token ids and block key of a tool's line (`prompt.tool_line`: the re-ranker's and the
         signature-form fill's; one block serves both)."""
-        text = tool_line(record)
+        return self._tokens_and_key(tool_line(record))
+
+    def _tokens_and_key(self, text: str) -> tuple[list[int], str]:
         return self.model.tokenize(text), block_key(self.layout.preamble, text)
 
     def cold_schema(self, state: SessionState, record: ToolRecord) -> ColdSchema | None:
