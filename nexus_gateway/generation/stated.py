@@ -342,6 +342,8 @@ def whole_lists(request: str, schema: Mapping[str, Any], arguments: Mapping[str,
         spec = properties.get(name)
         if not isinstance(spec, Mapping) or not isinstance(value, list) or not value:
             continue
+        if not all(isinstance(item, str) for item in value):  # a list the grammar did not hold to its enum
+            continue
         choices = _mapping(spec, "items").get("enum")
         if not isinstance(choices, list):
             continue

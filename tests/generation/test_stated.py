@@ -343,6 +343,7 @@ def test_a_list_of_choices_cut_short_gets_every_choice_the_request_names_in_its_
         "languages": ["German", "French"]  # English is the source's
     }
     assert whole_lists("issues and pull requests", schema, {"kinds": ["issue"]}) == {"kinds": ["issue", "pull_request"]}
+    assert whole_lists(said, schema, {"languages": [{"name": "German"}]}) == {}  # not a list of choices: left as is
 
 
 def test_an_optional_boolean_whose_words_the_request_states_is_switched_on_and_a_default_unstated_is_left_out():
