@@ -201,7 +201,7 @@ class Upstream:
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, self.settings.restart_backoff_max)
             self.restarts += 1
-            self.state = UpstreamState.STARTING
+            # it stays unhealthy, with its last error, until a reconnect succeeds: "starting" is the first start
 
     async def _wait_for_sign_in(self) -> None:
         """Wait, as "needs authorization", for a sign-in (`auth login`, or one the gateway ran); then reconnect."""

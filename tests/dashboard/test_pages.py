@@ -64,18 +64,22 @@ def test_pages_forbid_framing_and_foreign_scripts(served: Served):
     assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
 
 
-def _healthy(served: Served, names: list[str]) -> str:
-    """The upstreams page once `names` are healthy (they start in the background)."""
+def _healthy(served: Served, names: list[str], unhealthy: tuple[str, ...] = ()) -> str:
+    """The upstreams page once `names` are healthy and `unhealthy` have failed (they start in the background)."""
+
+    def health(text: str, name: str) -> str:
+        return _row(text, "data-upstream", name).split()[2]
 
     def page() -> str | None:
         text = httpx.get(f"{served.url}/ui/upstreams", headers=BEARER).text
-        return text if all(_row(text, "data-upstream", name).split()[2] == "healthy" for name in names) else None
+        settled = all(health(text, name) == "healthy" for name in names)
+        return text if settled and all(health(text, name) == "unhealthy" for name in unhealthy) else None
 
     return wait_until(page)
 
 
 def test_the_upstreams_page_shows_each_upstreams_health_tools_restarts_and_last_error(served: Served):
-    page = _healthy(served, ["local", "mirror", "time"])
+    page = _healthy(served, ["local", "mirror", "time"], unhealthy=("broken",))
     name, transport, health, tools, restarts = _row(page, "data-upstream", "time").split()
     assert (name, transport, health, tools, restarts) == ("time", "stdio", "healthy", "2", "0")
     assert _row(page, "data-upstream", "local").split()[:4] == ["local", "stdio", "healthy", "4"]
@@ -84,6 +88,7 @@ def test_the_upstreams_page_shows_each_upstreams_health_tools_restarts_and_last_
 
 
 def test_the_event_stream_sends_every_upstreams_health(served: Served):
+    _healthy(served, [], unhealthy=("broken",))
     with httpx.stream("GET", f"{served.url}/ui/events", headers=BEARER, timeout=10) as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
         lines = stream.iter_lines()
