@@ -33,7 +33,12 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     # Code hosting and version control.
     (r"\bpull-requests?\b", "pull request"),
     (r"\brepos?\b", "repository"),
-    (rf"\b(?:file|report|raise|log|open|submit)\s+{_A}(?:bug|issue|ticket)s?\b", "create issue"),
+    (rf"\b(?:file|report|raise|log|submit)\s+{_A}(?:bug|issue|ticket)s?\b", "create issue"),
+    (r"\bopen\s+(?:an?\s+(?:new\s+)?|new\s+)(?:bug|issue|ticket)\b", "create issue"),  # "open issues": a state
+    (
+        r"\b(?:close|reopen)\s+(?:the\s+|this\s+|that\s+)?(?:bug|issue|ticket|PR|pull request|MR|merge request)\b",
+        "update state",
+    ),
     (rf"\b(?:open|raise|submit|send)\s+{_A}(?:pull request|PR|merge request|MR)\b", "create"),  # "open PRs": a state
     (r"\bbugs?\b|\b(?:jira|support|helpdesk|help desk)\s+tickets?\b", "issue"),
     (r"\bapprove[sd]?\b", "review approve"),

@@ -187,11 +187,20 @@ def opposite(request: str, tool: str) -> str | None:
 def conflict(request: str, tool: str, others: Iterable[str] = ()) -> str | None:
     """Why `tool` (a tool's name, as its server calls it) does not do what `request` asks, or None: its name
     says the opposite of a word of the request (`opposite`), names an operation of another kind than the
-    request's verb, or the verb names one of `others` (the other candidates' names) exactly and not `tool`."""
+    request's verb, or the verb names one of `others` (the other candidates' names) exactly and neither the verb
+    nor the object of the request is in `tool`'s name."""
     why = _verb_conflict(request, tool, others)
     if why is None and (word := opposite(request, tool)) is not None:
         why = f"{tool} is for {word}, the opposite of what the request says"
     return why
+
+
+_LINKS = _words("to for of in on by with from into at and or a an the all new my")
+
+
+def _objects(words: frozenset[str]) -> frozenset[str]:
+    """The words of a tool's name (`name_words`) that are neither verbs nor links: `update_issue` -> issu."""
+    return frozenset(word for word in words if word not in _KIND_OF and word not in _LINKS)
 
 
 def _verb_conflict(request: str, tool: str, others: Iterable[str]) -> str | None:
@@ -209,7 +218,10 @@ def _verb_conflict(request: str, tool: str, others: Iterable[str]) -> str | None
     if asked and done and not asked & done:
         what = " or ".join(_WHAT[kind] for kind in sorted(done))
         return f"the request asks to {verb}, and {tool} {what}"
-    if asked != {READ}:
+    # a tool whose name says an operation of the request's kind on the request's object ("close issue 34":
+    # `update_issue`) is not displaced by one named for the verb alone (`browser_close`)
+    on_its_object = bool(asked & done) and bool(_objects(words) & _said(request))
+    if asked != {READ} and not on_its_object:
         named = sorted(other for other in others if base in name_words(other))
         if named:
             return f"the request asks to {verb}, which {', '.join(named)} is named for"

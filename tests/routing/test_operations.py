@@ -115,6 +115,12 @@ def test_tool_names_are_read_in_every_casing_and_inflection():
             [],
             "the request asks to find, and create_spreadsheet creates",
         ),
+        (  # the request's object in the name excuses no other kind of operation
+            "send 'standup in 5' to the google chat space spaces/AAAA123",
+            "list_spaces",
+            ["send_message"],
+            "the request asks to send, which send_message is named for",
+        ),
         (
             "nuke the email_1 index on the users collection",
             "rename-collection",
@@ -159,6 +165,7 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("find my notion page about Q3 planning", "API-post-search", []),  # an HTTP method before the verb
         ("What a terrible photo! Can you make it better?", "MediaModifyTool", []),  # an exclamation, no question
         ("show the comments on PR 9", "get_pull_request_comments", []),
+        ("close issue 34 in octo/app", "update_issue", ["browser_close"]),  # it changes what the request names
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(

@@ -75,6 +75,10 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
         ("catch me up on channel C08ABCD12", "recent history"),
         ("find emails from alice about the contract", "search messages"),
         ("what time is it in Tokyo rn", "current"),
+        ("open an issue about the login page", "create issue"),
+        ("list the open issues on octo/app", "list"),  # "open issues": a state, not an issue opened
+        ("close issue 34 in octo/app", "update state"),
+        ("reopen the PR", "pull request update state"),
     ],
 )
 def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
