@@ -5,7 +5,8 @@ real tools' schemas it cannot express (regex syntax it lacks, `prefixItems`, `no
 or only as a grammar too large to be worth it (long `maxLength` bounds, huge enums). Those fall back in
 three steps, each tried when the one before fails:
 
-    schema    the schema as it is (time-zone parameters as enums, domains.py)
+    schema    the schema as it is (time-zone parameters as enums, domains.py; patterns in the dialect the
+              converter writes right, `converter_pattern`, or left to validation)
     loose     the schema without what the converter lacks (`loosened`): patterns, `prefixItems`, `not`
               and annotations dropped, long length bounds left to the grammar's own string bound
     skeleton  an object of the schema's own property names, each of its declared type where the type
@@ -76,7 +77,7 @@ def grammar_for(schema: dict[str, Any]) -> GrammarPlan:
     opens_key = bool(required)
     if schema.get("type", "object") != "object":
         return _fallback(schema, "the schema is not an object schema", opens_key)
-    closed = dict(with_domains(schema))  # known value domains (time zones) as enums, for decoding only
+    closed = dict(converter_patterns(with_domains(schema)))  # known value domains (time zones) as enums
     if "additionalProperties" not in closed and properties:
         closed["additionalProperties"] = False  # only the parameters the tool declares
     gbnf, reason = _converted(closed, list(properties))
@@ -215,6 +216,83 @@ def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
         "required": required,
         "additionalProperties": False,
     }
+
+
+_CLASSES = {"d": "0-9", "w": "a-zA-Z0-9_"}
+"""Shorthand classes as ranges (`\\d`, `\\w`); the converter writes them as literal escapes llama.cpp rejects."""
+_NEGATED_CLASSES = {"D": "[^0-9]", "W": "[^a-zA-Z0-9_]"}
+_PLAIN_PUNCTUATION = frozenset(".-/:@#%&=+*?()|{}$,;!~'<> _")
+
+
+def converter_pattern(pattern: str) -> str | None:
+    """`pattern` (a JSON Schema regex) in the dialect llama.cpp's converter writes correctly, or None when it
+    cannot be: shorthand classes as ranges (`\\d` -> `[0-9]`), escaped punctuation as a class of one (`\\.`
+    -> `[.]`), non-capturing groups as groups; anchored at both ends (the converter asks for it; an unanchored
+    pattern matches inside a longer value, which it cannot write). Lookarounds, flags, back-references and
+    `\\s` give None: the pattern is left to validation."""
+    if len(pattern) < 2 or not pattern.startswith("^") or not pattern.endswith("$") or pattern.endswith("\\$"):
+        return None
+    out: list[str] = []
+    i, in_class, trailing_dash = 0, False, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if i + 1 >= len(pattern):
+                return None
+            escaped = pattern[i + 1]
+            if escaped in _CLASSES:
+                out.append(_CLASSES[escaped] if in_class else f"[{_CLASSES[escaped]}]")
+            elif escaped in _NEGATED_CLASSES and not in_class:
+                out.append(_NEGATED_CLASSES[escaped])
+            elif escaped == "-" and in_class:
+                trailing_dash = True
+            elif escaped in _PLAIN_PUNCTUATION:
+                out.append(escaped if in_class else f"[{escaped}]")
+            else:
+                return None  # \s, \b, back-references, escapes of [ ] ^ \ and the like
+            i += 2
+            continue
+        if in_class:
+            if char == "]":
+                out.append("-]" if trailing_dash else "]")
+                in_class, trailing_dash = False, False
+            else:
+                out.append(char)
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            if pattern.startswith("^", i + 1):
+                out.append("^")
+                i += 1
+        elif char == "(" and pattern.startswith("?", i + 1):
+            if not pattern.startswith("?:", i + 1):
+                return None  # lookarounds, named groups, flags
+            out.append("(")
+            i += 3
+            continue
+        else:
+            out.append(char)
+        i += 1
+    return None if in_class else "".join(out)
+
+
+def converter_patterns(node: Any) -> Any:
+    """A copy of `node` (a JSON Schema) with each `pattern` in `converter_pattern`'s dialect, or left out where
+    it has none (for decoding only: the answer is validated against the tool's own schema)."""
+    if isinstance(node, list):
+        return [converter_patterns(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "pattern" and isinstance(value, str):
+            if (written := converter_pattern(value)) is not None:
+                out[key] = written
+        elif key in ("enum", "const", "default", "examples"):
+            out[key] = value
+        else:
+            out[key] = converter_patterns(value)
+    return out
 
 
 def _json_strings(gbnf: str) -> str:

@@ -1,6 +1,8 @@
 """Grammar plans: schema grammars, the fallbacks and why, tools without parameters."""
 
-from nexus_gateway.generation.grammar import MAX_GRAMMAR_CHARS, grammar_for, parse_object
+import pytest
+
+from nexus_gateway.generation.grammar import MAX_GRAMMAR_CHARS, converter_pattern, grammar_for, parse_object
 from tests.engine.conftest import WEATHER
 
 
@@ -29,3 +31,37 @@ def test_a_tool_without_parameters_needs_no_decoding():
 def test_only_a_complete_json_object_parses():
     assert parse_object('{"a": 1') is None and parse_object("[1]") is None
     assert parse_object('{"a": 1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "written"),
+    [
+        (r"^[A-Z][A-Z0-9_]+-\d+(?:-\d+)*$", "^[A-Z][A-Z0-9_]+-[0-9]+(-[0-9]+)*$"),  # a Jira issue key
+        (r"^[\w.-]+$", "^[a-zA-Z0-9_.-]+$"),
+        (r"^v\d+\.\d+$", "^v[0-9]+[.][0-9]+$"),
+        (r"^[a\-z]+$", "^[az-]+$"),
+        (r"^[^\d]+$", "^[^0-9]+$"),
+        (r"^\D\W$", "^[^0-9][^a-zA-Z0-9_]$"),
+        (r"\d+", None),  # unanchored: it matches inside a longer value, which a grammar cannot write
+        (r"^(?=a)abc$", None),  # a lookahead
+        (r"^(?i)abc$", None),  # a flag
+        (r"^\s+$", None),
+        (r"^(a)\1$", None),  # a back-reference
+        (r"^[a-z", None),
+    ],
+)
+def test_patterns_are_written_in_the_converters_dialect_or_left_to_validation(pattern: str, written: str | None):
+    assert converter_pattern(pattern) == written
+
+
+def test_a_schema_with_shorthand_classes_keeps_its_grammar_and_its_patterns():
+    key = {"type": "string", "pattern": r"^[A-Z][A-Z0-9_]+-\d+(?:-\d+)*$"}
+    schema = {
+        "type": "object",
+        "properties": {"issue_key": key, "note": {"type": "string", "pattern": r"\w"}},
+        "required": ["issue_key"],
+    }
+    plan = grammar_for(schema)
+    assert plan.kind == "schema", plan.reason
+    assert '"-" [0-9]+ ("-" [0-9]+)*' in plan.gbnf and "\\d" not in plan.gbnf
+    assert schema["properties"]["issue_key"] is key and key["pattern"].endswith(r"\d+)*$")  # the tool's own stays
