@@ -61,6 +61,7 @@ from nexus_gateway.generation.stated import (
     named_choices,
     named_parameters,
     one_place,
+    split_slugs,
     stated_choices,
     switched_on,
     topic_only,
@@ -428,7 +429,7 @@ def _grounded(
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})
     echoed = tuple(quantity_echoes(query, schema, kept))
     kept = {name: value for name, value in kept.items() if name not in echoed}
-    return composed_paths(query, schema, topic_only(schema, kept)), dropped + echoed
+    return composed_paths(query, schema, split_slugs(query, schema, topic_only(schema, kept))), dropped + echoed
 
 
 def _mended(schema: dict[str, Any], arguments: dict[str, Any], steps: list[str]) -> tuple[dict[str, Any], list[str]]:

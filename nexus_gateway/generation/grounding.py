@@ -178,6 +178,9 @@ def _quoted_within(value: str, request: str) -> str | None:
 
 _IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{4,}[A-Za-z0-9](?![\w@/-])")
 """An identifier of the request: six characters or more, letters and digits both (`C1234567`, `PROJ-88`)."""
+_LONG_NUMBER = re.compile(r"(?<![\w.@/-])\d[\d.-]{6,}\d(?![\w@/-])")
+"""A numeric identifier: eight digits or more, dots and dashes between (`1733412345.004200`, a Slack message's
+timestamp; `4711-0815-2`)."""
 
 
 _CUT_ENDS = 3
@@ -190,12 +193,13 @@ def _slipped_identifier(value: str, request: str) -> str | None:
     two edits from (one for ids under ten characters), or is with a few characters cut from its ends, else
     None."""
     value = value.strip()
-    if not _IDENTIFIER.fullmatch(value):
+    shape = next((shape for shape in (_IDENTIFIER, _LONG_NUMBER) if shape.fullmatch(value)), None)
+    if shape is None:
         return None
     limit = 1 if len(value) < 10 else 2
     near = {
         token
-        for token in _IDENTIFIER.findall(request)
+        for token in shape.findall(request)
         if _edits(value, token, limit) <= limit or (value in token and len(token) - len(value) <= _CUT_ENDS)
     }
     return near.pop() if len(near) == 1 else None
@@ -558,10 +562,19 @@ _EXAMPLES = re.compile(
 )
 
 
+_OF_RESULTS = re.compile(r"\b(?:results?|returns?|returned|outputs?|response|responses)\b", re.IGNORECASE)
+"""Words of a clause that gives examples of what a tool answers, not of what a parameter takes."""
+
+
 def _like_examples(value: str, spec: Mapping[str, Any]) -> bool:
     """A value has the separators every example its description gives has: a `/` for `"gh/organization/project"`
-    (not `ENG-88`), a `:` for `` `arxiv:1706.03762` ``; any value fits a description that gives none."""
-    found = _EXAMPLES.search(str(spec.get("description") or ""))
+    (not `ENG-88`), a `:` for `` `arxiv:1706.03762` ``; any value fits a description that gives none, or gives
+    them of its results ("results include file paths relative to the repo root (e.g., "src/main.py")")."""
+    description = str(spec.get("description") or "")
+    found = _EXAMPLES.search(description)
+    clause = re.split(r"[.;\n]\s", description[: found.start()])[-1] if found else ""
+    if found and _OF_RESULTS.search(clause):
+        return True
     examples = re.findall(r"""["'`]([^"'`\s]{2,80})["'`]""", found.group(1)) if found else []
     return not examples or all(mark in value for mark in "/:" if all(mark in example for example in examples))
 

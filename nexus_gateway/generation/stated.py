@@ -33,6 +33,8 @@ that carry more than their topic, and paths it gives in pieces.
     directed          "from X to Y": a source-like argument (`origin(s)`, `source`, `from`, `start`) holds X and a
                       destination-like one (`destination(s)`, `target`, `to`, `end`) holds Y, swapped or taken
                       out of each other's lists where the model put both in both
+    split_slugs       an `owner/name` slug of the request held whole by `owner` (or `repo`) where the tool takes
+                      the two apart: `owner` `octo`, `repo` `app` ("create an issue in octo/app called ...")
     composed_paths    a path-like value that is a bare file name the request places in a folder it names
                       ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`; "as q3.csv in the same
                       folder" as the one file path it names), or that folder alone where the request names
@@ -557,6 +559,7 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
     folders = [folder for folder in paths if not _FILE_NAME.match(folder.rsplit("/", 1)[-1])]
     if not folders and _SAME_FOLDER.search(request) and len(set(paths)) == 1:
         folders = [paths[0].rsplit("/", 1)[0] or "/"]  # "... as sales.csv in the same folder" as /srv/q3.xlsx
+        # and "rename /srv/q3.xlsx to q3-final.xlsx": a file renamed stays where it is
     elif len(set(folders)) == 2:
         return _moved_file(request, properties, fixed, list(dict.fromkeys(folders)))
     if len(set(folders)) != 1:
@@ -578,7 +581,10 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
     return fixed
 
 
-_SAME_FOLDER = re.compile(r"\b(?:(?:in|into|to)\s+the\s+same\s+(?:folder|directory|dir|place)|next\s+to\s+it)\b", re.I)
+_SAME_FOLDER = re.compile(
+    r"\b(?:(?:in|into|to)\s+the\s+same\s+(?:folder|directory|dir|place)|next\s+to\s+it|^\s*(?:please\s+)?rename)\b",
+    re.I,
+)
 
 
 _FIRST_LAST = re.compile(
@@ -586,6 +592,29 @@ _FIRST_LAST = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _PART_OF_NAME = frozenset(("first", "last", "given", "family", "sur", "middle", "user", "file", "nick", "display"))
+
+
+_SLUG = re.compile(r"(?<![\w./@~:-])([A-Za-z0-9][\w.-]*)/([\w.-]*[A-Za-z0-9])(?![\w/@-])")
+"""An `owner/name` slug: one slash, no spaces, not part of a path or a URL."""
+_OWNER_NAMES = ("owner", "org", "organization")
+_REPOSITORY_NAMES = ("repo", "repository", "repo_name", "repository_name")
+
+
+def split_slugs(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with the one `owner/name` slug the request gives split between an owner parameter and a
+    repository parameter where one of them holds it whole (the tool takes the two apart: `owner` `octo` and
+    `repo` `app`, not `owner` `octo/app` and `repo` "Add dark mode")."""
+    properties = _mapping(schema, "properties")
+    owner = next((name for name in _OWNER_NAMES if name in properties), None)
+    repository = next((name for name in _REPOSITORY_NAMES if name in properties and name != owner), None)
+    slugs = {match.group(0): match.groups() for match in _SLUG.finditer(request)}
+    if owner is None or repository is None or len(slugs) != 1:
+        return dict(arguments)
+    ((slug, (first, second)),) = slugs.items()
+    holders = [name for name in (owner, repository) if str(arguments.get(name, "")).strip() == slug]
+    if not holders:
+        return dict(arguments)
+    return {**arguments, owner: first, repository: second}
 
 
 def full_names(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:

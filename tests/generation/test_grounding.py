@@ -321,6 +321,9 @@ def test_an_identifier_copied_with_a_slip_is_written_as_the_request_writes_it():
     cut = "search our AWS knowledge base KB7QX2LM9P for the parental leave policy"
     assert as_written(cut, schema, {"channel_id": "7QX2LM9P"}) == {"channel_id": "KB7QX2LM9P"}
     assert as_written("order ORD-2024-118842", schema, {"channel_id": "118842"}) == {"channel_id": "118842"}
+    thread = 'reply "done" in the thread 1733412345.004200 in channel C04KZ9T2Q1L'
+    assert as_written(thread, schema, {"timestamp": "1233412345.004200"}) == {"timestamp": "1733412345.004200"}
+    assert as_written("call 555-0100", schema, {"timestamp": "555-0199"}) == {"timestamp": "555-0199"}  # too short
 
 
 def test_a_value_that_adds_words_of_its_own_to_a_span_the_request_quotes_is_that_span():
@@ -440,3 +443,14 @@ def test_a_value_without_the_separators_every_example_of_its_description_has_doe
     assert ungrounded(request, schema, {"paperId": "2005.14165"}) == ["paperId"]
     assert ungrounded(request, schema, {"paperId": "arxiv:1706.03762"}) == []
     assert ungrounded(request, schema, {"timezone": "UTC"}) == []  # a zone is read by its own rules
+
+
+def test_examples_a_description_gives_of_the_tools_results_say_nothing_of_the_parameters_value():
+    symbol = {
+        "type": "string",
+        "description": "name of the symbol to search for; results include\n"
+        'file paths relative to the repo root (e.g., "src/main.py")',
+    }
+    schema = {"type": "object", "properties": {"symbol_name": symbol}}
+    request = "where is calculate_invoice_total used across the repo?"
+    assert ungrounded(request, schema, {"symbol_name": "calculate_invoice_total"}) == []

@@ -9,6 +9,7 @@ from nexus_gateway.generation.stated import (
     named_choices,
     named_parameters,
     one_place,
+    split_slugs,
     stated_choices,
     switched_on,
     topic_only,
@@ -142,6 +143,32 @@ def test_a_file_written_in_the_same_folder_as_the_one_path_named_is_placed_there
     assert composed_paths(request, schema, arguments)["csv_path"] == "/home/ana/reports/sales_q3.csv"
     unsaid = "export /home/ana/reports/q3.xlsx as sales_q3.csv"  # where it goes is not said: left as written
     assert composed_paths(unsaid, schema, arguments)["csv_path"] == "sales_q3.csv"
+
+
+def test_a_file_renamed_stays_in_its_folder():
+    schema = {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}
+    arguments = {"source": "/Users/dana/Downloads/IMG_4411.jpg", "destination": "passport_scan.jpg"}
+    request = "rename /Users/dana/Downloads/IMG_4411.jpg to passport_scan.jpg"
+    assert composed_paths(request, schema, arguments)["destination"] == "/Users/dana/Downloads/passport_scan.jpg"
+    moved = "move /Users/dana/Downloads/IMG_4411.jpg to passport_scan.jpg"  # where to is not said
+    assert composed_paths(moved, schema, arguments) == arguments
+
+
+def test_an_owner_name_slug_held_whole_is_split_between_owner_and_repository():
+    schema = {"type": "object", "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}}}
+    request = "create an issue in acme/api called Add dark mode"
+    split = split_slugs(request, schema, {"owner": "acme/api", "repo": "Add dark mode"})
+    assert split == {"owner": "acme", "repo": "api"}
+    assert split_slugs(request, schema, {"owner": "acme", "repo": "api"}) == {"owner": "acme", "repo": "api"}
+    branches = "open a PR from feature/search into main"  # no slug held whole: nothing to split
+    assert split_slugs(branches, schema, {"owner": "feature", "repo": "Search"}) == {
+        "owner": "feature",
+        "repo": "Search",
+    }
+    two = "compare octo/app with octo/web"  # which one?
+    assert split_slugs(two, schema, {"owner": "octo/app"}) == {"owner": "octo/app"}
+    chart = {"type": "object", "properties": {"namespace": {"type": "string"}, "name": {"type": "string"}}}
+    assert split_slugs("install bitnami/redis", chart, {"name": "bitnami/redis"}) == {"name": "bitnami/redis"}
 
 
 def test_a_file_parameter_holding_words_gets_the_one_file_the_request_names():
