@@ -46,6 +46,14 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\b(?:open|closed|merged|pending)\s+(?:PRs|pull requests|issues|tickets|bugs)\b", "list"),
     (r"(?<!-)\bstage\b(?!-)", "add staging area"),
     (r"\bunstage\b", "reset staging area"),
+    (
+        r"\bblame\b|\bwho (?:last )?(?:changed|touched|edited|wrote|modified) (?:each|every|this|that|the) lines?\b",
+        "blame history",
+    ),
+    (
+        r"\broll(?:ed|ing)?[- ]?back\b|\b(?:back )?to (?:the|its) previous (?:version|release|revision)\b",
+        "rollback undo rollout",
+    ),
     # Shell and files.
     (r"\b(?:what(?:'s| is)|show me what'?s) in (?:the |this |my )?file\b", "read contents"),
     (r"\b(?:what(?:'s| is)|show me what'?s) in (?:the |this |my )?folder\b", "list directory contents"),
@@ -81,8 +89,17 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bpics?\b|\bpictures?\b|\bphotos?\b", "image"),
     (r"\bdocs\b(?!\.\w)", "documentation"),
     (r"\bspreadsheets?\b", "sheet"),
+    (r"\bpower ?points?\b|\bdecks?\b|\bslideshows?\b", "presentation"),
+    (r"\blog(?:ged|ging)?\s+\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|m|mins?|minutes?)\b", "worklog time spent"),
+    (
+        r"\bmove\b.{0,40}\bto\s+(?:done|in progress|to ?do|in review|review|closed|resolved|qa|blocked)\b",
+        "transition status",
+    ),
+    (r"\bbibtex\b|\bcite\b|\bcitations?\b", "citation export"),
+    (r"\bwhat columns\b|\bcolumns? of\b|\bschema of\b", "describe table schema"),
+    (r"\blat(?:itude)?\s*/\s*(?:long?|lng)(?:itude)?\b|\blatitude and longitude\b", "coordinates geocode"),
     # Memory, search, reasoning, arithmetic, devices.
-    (r"\bremember\b|\bmake a note that\b", "memory"),
+    (r"\bremember\b|\bmake a note that\b", "memory knowledge graph"),
     (r"\bforget\s+(?:about|everything|all|that|what)\b", "memory delete"),
     (r"\blook\s+up\b", "search"),
     (r"\bwho won\b|\bcurrent events\b", "web search"),
@@ -98,6 +115,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     ),
     (r"\bstats\b", "statistics"),
     (r"\brn\b|\bright now\b", "current"),
+    (r"\b(?:if|when) it'?s\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?\b.{0,60}\bwhat time\b", "convert time"),
     (r"\binfo\b", "information"),
 )
 """Idioms and shorthand in any case."""

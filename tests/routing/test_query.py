@@ -62,7 +62,7 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
     [
         ("open a PR from feature-login into main", "pull request create"),
         ("file a bug on octo/app: login fails", "create issue"),
-        ("remember that my sister's birthday is May 3", "memory"),
+        ("remember that my sister's birthday is May 3", "memory knowledge graph"),
         ("what's been said in #general", "channel"),
         ("is there a bug about the login page?", "issue"),
         ("what is 17.5% of 2340", "calculate math expression"),
@@ -84,6 +84,27 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
 def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
     assert expansions(request_text) == added
     assert routing_text(request_text) == f"{request_text} {added}"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "added"),
+    [
+        ("who last touched each line of src/auth/session.py?", "blame history"),
+        ("roll back the payments deployment in prod", "rollback undo rollout"),
+        ("make a 6-slide powerpoint on our Q2 results", "presentation"),
+        ("log 2h on PROJ-88, note: fixed flaky login test", "worklog time spent"),
+        ("move PROJ-123 to In Progress in jira", "transition status"),
+        ("give me bibtex for 1706.03762", "citation export"),
+        ("sqlite: what columns does the customers table have?", "describe table schema"),
+        ("gimme the lat/long for 1600 Amphitheatre Pkwy", "coordinates geocode"),
+        ("if it's 3pm in New York, what time is that in Berlin?", "convert time"),
+        ("move the draft to the archive", ""),  # a place, not a workflow status
+        ("show the git log of the api", ""),  # a log, no hours spent
+        ("what time is it in Berlin?", ""),  # no time given to convert
+    ],
+)
+def test_work_shorthand_reads_in_the_words_tools_use(request_text: str, added: str) -> None:
+    assert expansions(request_text) == added
 
 
 @pytest.mark.parametrize(
