@@ -12,14 +12,30 @@ the context's preamble cells and every compiled block.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
 from nexus_gateway.engine import Engine, Session, Turn
+
+_BACK = re.compile(
+    r"\b(?:same|again|that one|those|these|them|the last one|previous(?:ly)?|above|earlier|instead|as before|"
+    r"the result|the results|the output|that (?:file|page|issue|repo|branch|message|one|result|list|event|doc))\b"
+    r"|^\s*(?:and|also|now|then|what about|how about|ok(?:ay)?|same)\b",
+    re.IGNORECASE,
+)
+
+
+def follows_up(request: str) -> bool:
+    """Whether `request` refers back to an earlier turn ("the same for Berlin", "and in Tokyo?", "delete that
+    file"): only then does filling its arguments read the session's history. A request that stands alone is
+    filled in a fresh sequence (`SessionPool.fresh`): the tool's block is spliced at depth 0 instead of
+    prefilled after the history, and earlier turns' values cannot leak into its arguments."""
+    return bool(_BACK.search(request))
 
 
 @dataclass
@@ -40,7 +56,7 @@ class SessionPool:
         self._guard = anyio.Lock()
         self._released = anyio.Event()
         self._forks = 0
-        """Sessions lent by `fork`, counted against `capacity` like the clients' own."""
+        """Sessions lent by `fork` and `fresh`, counted against `capacity` like the clients' own."""
         self.evictions = 0
 
     def __len__(self) -> int:
@@ -78,23 +94,31 @@ class SessionPool:
             self._released.set()
             self._released = anyio.Event()
 
-    @asynccontextmanager
-    async def fork(self, session: Session) -> AsyncIterator[Session | None]:
+    def fork(self, session: Session) -> AbstractAsyncContextManager[Session | None]:
         """A session holding what the leased `session` holds, to decode a second candidate beside the first
         (engine `fork_session`), closed on exit; None when every session is taken, and the caller decodes
         one after the other. A fork never evicts a client's session."""
+        return self._lent(lambda: self.engine.fork_session(session))
+
+    def fresh(self) -> AbstractAsyncContextManager[Session | None]:
+        """A session holding only the preamble (for a request that does not follow up on the history), closed
+        on exit; counted like a fork; None when every session is taken (the caller uses the client's)."""
+        return self._lent(self.engine.open_session)
+
+    @asynccontextmanager
+    async def _lent(self, open_session: Callable[[], Awaitable[Session]]) -> AsyncIterator[Session | None]:
         async with self._guard:
-            fork = None
+            lent = None
             if len(self._entries) + self._forks < self.capacity:
-                fork = await self.engine.fork_session(session)
+                lent = await open_session()
                 self._forks += 1
         try:
-            yield fork
+            yield lent
         finally:
-            if fork is not None:
+            if lent is not None:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await self.engine.close_session(fork)
+                        await self.engine.close_session(lent)
                     finally:
                         self._forks -= 1
                         self._released.set()

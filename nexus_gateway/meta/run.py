@@ -31,6 +31,7 @@ import re
 import time
 import weakref
 from collections.abc import Hashable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +57,7 @@ from nexus_gateway.generation.grounding import (
 from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.plain import plain
 from nexus_gateway.generation.rerank import Reranked, Reranker
-from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.generation.sessions import SessionPool, follows_up
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate, operations
 from nexus_gateway.routing.mentions import catalog_products, named_servers, operation_words
@@ -310,7 +311,9 @@ class Runner:
         shown = round(margin, 4) if math.isfinite(margin) else None
         trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic", "reranked": False}
         trace["timings_ms"] = clock.laps
-        async with pool.lease(key) as engine_session:
+        async with pool.lease(key) as client_session, self._scratch(pool, request, context) as fresh:
+            engine_session = fresh or client_session
+            trace["history"] = fresh is None  # the fill reads the client's earlier turns
             clock.lap("session")
             choice = await self._pick(generator, pool, engine_session, query, results, trace, clock)
             choice = self._server_check(query, choice, results, trace)
@@ -322,7 +325,7 @@ class Runner:
             picked = choice.candidate
             record, generated = picked.record, picked.generated
             trace |= {"tool": record.name, "score": picked.result.score, **generated.trace()}
-            trace |= {"session": engine_session.id, "session_depth": await pool.depth(engine_session)}
+            trace |= {"session": client_session.id, "session_depth": await pool.depth(client_session)}
             if generated.arguments is None or generated.problems:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
@@ -345,6 +348,12 @@ class Runner:
             "structuredContent": structured,
             "isError": bool(upstream.get("isError")),
         }
+
+    @staticmethod
+    def _scratch(pool: SessionPool, request: str, context: str) -> AbstractAsyncContextManager[Session | None]:
+        """Where a request that stands alone is filled: a fresh session (`SessionPool.fresh`), not the client's
+        history; a request that follows up on it (`follows_up`), or comes with the host's `context`, reads it."""
+        return nullcontext(None) if context or follows_up(request) else pool.fresh()
 
     async def _pick(
         self,

@@ -3,7 +3,8 @@
 Two hosts attach to one daemon through their shims, one in each protocol era, and ask `run` about the
 weather in their own city. The engine session a call runs in belongs to its host's socket connection
 (`ClientIdentity`, clients.py): the second host's first call finds an empty session (the first host's turn
-did not leak into it), and each host's second call finds its own earlier turn (`session_depth` > 0). The
+did not leak into it), and each host's second call finds its own earlier turn (`session_depth` > 0; a request
+that stands alone is filled without it, one that follows up on it reads it: `history`). The
 modern era opens a new SDK connection for every request, so before the identity keyed the session, the
 modern host's second call found an empty one again.
 """
@@ -34,8 +35,8 @@ def weather() -> Iterator[tuple[Path, DaemonFiles]]:
         yield made
 
 
-async def _run(client: Client, city: str) -> dict[str, Any]:
-    result = await client.call_tool("run", {"request": REQUEST.format(city=city)})
+async def _run(client: Client, city: str, request: str = REQUEST) -> dict[str, Any]:
+    result = await client.call_tool("run", {"request": request.format(city=city)})
     structured = result.structured_content or {}
     assert structured.get("status") == "called", text_of(result)
     trace = structured["trace"]
@@ -51,8 +52,12 @@ async def test_two_hosts_through_one_daemon_each_keep_their_own_run_history(weat
             first_tokyo = await _run(tokyo, "Tokyo")
             second_paris = await _run(paris, "Paris")
             second_tokyo = await _run(tokyo, "Tokyo")
+            again = await _run(paris, "Paris", "What is the current weather in {city} again?")
     assert first_paris["session_depth"] == 0
     assert first_tokyo["session_depth"] == 0, "the other host's turn leaked into this host's session"
     assert first_tokyo["session"] != first_paris["session"]
     assert second_paris["session_depth"] > 0 and second_paris["session"] == first_paris["session"]
     assert second_tokyo["session_depth"] > 0 and second_tokyo["session"] == first_tokyo["session"], second_tokyo
+    # a request that stands alone is filled without the history; one that follows up on it reads it
+    assert not second_paris["history"] and not second_tokyo["history"]
+    assert again["history"] and again["session"] == first_paris["session"], again

@@ -5,7 +5,7 @@ import pytest
 
 from nexus_gateway.engine import Turn
 from nexus_gateway.engine.worker import LocalEngine
-from nexus_gateway.generation.sessions import SessionPool
+from nexus_gateway.generation.sessions import SessionPool, follows_up
 from tests.engine.conftest import settings
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +76,37 @@ async def test_a_fork_counts_against_the_pool_and_holds_its_sessions_history(tmp
                 async with pool.fork(a) as full:  # "a" and "b" hold both slots, and a fork evicts no one
                     assert full is None
             assert pool.evictions == 0 and len(pool) == 2
+
+
+async def test_a_fresh_session_holds_only_the_preamble_and_counts_against_the_pool(tmp_path):
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 2, max_depth=400)
+            async with pool.lease("a") as a:
+                pool.defer("a", Turn("hi", "{}"))
+            async with pool.lease("a") as a:
+                assert await pool.depth(a) > 0
+                async with pool.fresh() as fresh:
+                    assert fresh is not None and fresh != a and await pool.depth(fresh) == 0
+                    async with pool.fresh() as none:  # the client's and the fresh one fill the pool
+                        assert none is None
+                async with pool.fresh() as again:  # the first was given back
+                    assert again is not None
+
+
+@pytest.mark.parametrize(
+    ("request_text", "back"),
+    [
+        ("What is the current weather in Paris again?", True),
+        ("and in Tokyo?", True),
+        ("now do the same for Berlin", True),
+        ("delete that file", True),
+        ("what about the forecast", True),
+        ("what time is it in Paris?", False),
+        ("read the file /tmp/hello.txt", False),
+        ("create an issue in acme/api called Add dark mode", False),
+        ("put it back to the previous version", True),  # it may be: the history is read
+    ],
+)
+def test_a_request_follows_up_when_it_refers_back_to_an_earlier_turn(request_text: str, back: bool):
+    assert follows_up(request_text) is back

@@ -156,7 +156,8 @@ class Core:
 
 
 async def run(core: Core, generator: Generator, engine: Engine, request: str, *, sessions: int = 1) -> dict[str, Any]:
-    """`run` with a pool of `sessions` engine sessions (1: no room for a fork, every fill in turn)."""
+    """`run` with a pool of `sessions` engine sessions (1: no room for a fresh session or a fork, every fill in
+    turn in the client's)."""
     runner = Runner(core)  # type: ignore[arg-type]
     runner._generator = generator  # type: ignore[assignment]
     runner._pool = SessionPool(engine, sessions)  # type: ignore[arg-type]
@@ -272,9 +273,10 @@ async def test_when_the_ranking_is_not_decisive_the_best_two_are_filled_at_once_
     )
     together = Together(fills)
     core = Core([("hello__debug", 0.5), ("time__get_current_time", 0.49)])
-    structured = await run(core, together, split, "show me the debug info", sessions=2)
+    # three sessions: the client's, the fresh one a request that stands alone is filled in, and its fork
+    structured = await run(core, together, split, "show me the debug info", sessions=3)
     assert structured["trace"]["filled_together"] == ["hello__debug", "time__get_current_time"], structured
-    assert len(set(together.sessions.values())) == 2  # the second in a fork of the client's session
+    assert len(set(together.sessions.values())) == 2  # the second in a fork of the session of the first
     assert {k: structured[k] for k in ("status", "call", "doubt")} == {k: alone[k] for k in ("status", "call", "doubt")}
     assert structured["trace"]["checked"] == alone["trace"]["checked"] and core.called == []
 
