@@ -35,7 +35,9 @@ that carry more than their topic, and paths it gives in pieces.
                       out of each other's lists where the model put both in both
     split_slugs       an `owner/name` slug of the request held whole by `owner` (or `repo`) where the tool takes
                       the two apart: `owner` `octo`, `repo` `app` ("create an issue in octo/app called ...")
-    composed_paths    a path-like value that is a bare file name the request places in a folder it names
+    composed_paths    a path-like value that is the folder the request names a folder inside ("the infra folder
+                      of /srv/app": `/srv/app/infra`); a path-like value that is a bare file name the request
+                      places in a folder it names
                       ("in /srv/img make banner.jpg" -> `/srv/img/banner.jpg`; "as q3.csv in the same
                       folder" as the one file path it names), or that folder alone where the request names
                       one file in it that no other argument holds; and two path-like arguments holding the
@@ -545,10 +547,17 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
     ("create report.docx titled Quarterly Review": `filename` is `report.docx`, not the title)."""
     properties = _mapping(schema, "properties")
     fixed = dict(arguments)
+    below = {
+        parent.rstrip("/"): f"{parent.rstrip('/')}/{child}"
+        for child, parent in _SUBFOLDER.findall(request)
+        if child.lower() not in _NO_FOLDER_NAME
+    }
     for name, value in arguments.items():
         spec = properties.get(name)
         if not isinstance(value, str) or not isinstance(spec, Mapping) or spec.get("type") not in (None, "string"):
             continue
+        if len(below) == 1 and value.rstrip("/") in below and _PATH_NAMES.search(name):
+            fixed[name] = value = below[value.rstrip("/")]  # "the infra folder of /srv/app": /srv/app/infra
         if value and _file_parameter(name) and not re.search(r"[./\\]", value):
             files = _file_names(request, fixed) + [
                 path for path in _FOLDER.findall(request) if _FILE_NAME.match(path.rsplit("/", 1)[-1])
@@ -580,6 +589,15 @@ def composed_paths(request: str, schema: Mapping[str, Any], arguments: Mapping[s
                 fixed[name] = f"{folder.rstrip('/')}/{files[0]}"
     return fixed
 
+
+_SUBFOLDER = re.compile(
+    r"\b([\w.-]+)\s+(?:sub)?(?:folder|directory|dir)\s+(?:of|in|under|inside|within)\s+((?:~|/)[\w.\-/~]*[\w\-~/])",
+    re.IGNORECASE,
+)
+"""A folder named inside another the request gives as a path: "the infra folder of /home/ana/platform"."""
+_NO_FOLDER_NAME = frozenset(
+    {"same", "this", "that", "whole", "entire", "root", "parent", "current", "new", "other", "the"}
+)
 
 _SAME_FOLDER = re.compile(
     r"\b(?:(?:in|into|to)\s+the\s+same\s+(?:folder|directory|dir|place)|next\s+to\s+it|^\s*(?:please\s+)?rename)\b",

@@ -436,3 +436,15 @@ def test_parameters_are_named_when_their_value_follows_their_name():
     assert named_parameters("reply to the thread, the subject is fine", schema) == []
     assert named_parameters("add a slide titled Q3 Roadmap", schema) == ["title"]
     assert named_parameters("close it and label it wontfix", schema) == ["labels"]
+
+
+def test_a_folder_named_inside_the_one_the_request_gives_is_joined_to_it():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "pattern": {"type": "string"}}}
+    request = "find all the .tf files in the infra folder of /home/ana/projects/platform"
+    arguments = {"path": "/home/ana/projects/platform", "pattern": "*.tf"}
+    assert composed_paths(request, schema, arguments) == {
+        "path": "/home/ana/projects/platform/infra",
+        "pattern": "*.tf",
+    }
+    same = "list the same folder of /home/ana"  # no folder's name
+    assert composed_paths(same, schema, {"path": "/home/ana"}) == {"path": "/home/ana"}
