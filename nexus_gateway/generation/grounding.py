@@ -179,8 +179,8 @@ def _quoted_within(value: str, request: str) -> str | None:
 _IDENTIFIER = re.compile(r"(?<![\w.@/-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{4,}[A-Za-z0-9](?![\w@/-])")
 """An identifier of the request: six characters or more, letters and digits both (`C1234567`, `PROJ-88`)."""
 _LONG_NUMBER = re.compile(r"(?<![\w.@/-])\d[\d.-]{6,}\d(?![\w@/-])")
-"""A numeric identifier: eight digits or more, dots and dashes between (`1733412345.004200`, a Slack message's
-timestamp; `4711-0815-2`)."""
+"""A numeric identifier: eight characters or more, digits with dots and dashes between (`1733412345.004200`, a
+Slack message's timestamp; `4711-0815-2`)."""
 
 
 _CUT_ENDS = 3

@@ -4,7 +4,8 @@ A client's runs are kept in order (one at a time per client); each leaves a shor
 (request, arguments, the start of the result), so the session's depth grows with use, as in the paper.
 Decoding a turn takes about as long as generating the arguments, so `run` queues it (`defer`) and a
 background task decodes it (`settle`) after the answer has gone out; a lease decodes any queued turn
-first, so the client's next request always sees it.
+first, so the client's next request always sees it. Only a request that follows up on earlier turns
+(`follows_up`) is filled after them; one that stands alone is filled in a fresh sequence (`fresh`).
 Past `max_depth` tokens the session is rebuilt with only its latest turn. When every engine session is
 taken, the least recently used idle one is closed for the newcomer; concurrent clients share the model,
 the context's preamble cells and every compiled block.
