@@ -313,7 +313,7 @@ def _in_slug(value: str, request: str) -> bool:
     value = value.strip().casefold()
     if not value or "/" in value:
         return False
-    if any(value in slug.casefold().split("/") for slug in _SLUG.findall(request)):
+    if any(value in slug.casefold().split("/") for slug in SLUG.findall(request)):
         return True
     segments = (
         segment for url in _URL.findall(request) for segment in re.split(r"[/?#&=]", url.casefold().split("://", 1)[-1])
@@ -679,7 +679,7 @@ def _quoted(text: str) -> list[str]:
 
 _LONG_NUMBER = re.compile(r"(?<![\w.,])\d{4,}(?:\.\d+)?(?![\w,]|\.\d)|(?<![\w.,])\d+\.\d{4,}(?![\w,]|\.\d)")
 """A number of four digits or more, an id or a year (`48213`, `1706.03762`, `2026`); shorter ones are often counts."""
-_SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w/@-])")
+SLUG = re.compile(r"(?<![\w./@~-])[A-Za-z0-9][\w.-]*[A-Za-z0-9]/[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w/@-])")
 """Two names joined by a slash, no spaces: an owner and a repository or chart (`octo/app`, `bitnami/redis`)."""
 
 
@@ -692,10 +692,10 @@ def salient_values(request: str) -> list[str]:
     ranges = _spans(_CELL_RANGE, rest)
     rest = _CELL_RANGE.sub(" ", rest)
     paths = [path for path in _spans(_PATH, rest) if len(path) > 1]
-    slugs = _spans(_SLUG, rest)
-    identifiers = _spans(_SALIENT_IDENTIFIER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
+    slugs = _spans(SLUG, rest)
+    identifiers = _spans(_SALIENT_IDENTIFIER, SLUG.sub(" ", _PATH.sub(" ", rest)))
     quoted = _quoted(rest)
-    numbers = _spans(_LONG_NUMBER, _SLUG.sub(" ", _PATH.sub(" ", rest)))
+    numbers = _spans(_LONG_NUMBER, SLUG.sub(" ", _PATH.sub(" ", rest)))
     return list(dict.fromkeys([*urls, *emails, *ranges, *paths, *slugs, *identifiers, *quoted, *numbers]))
 
 
@@ -737,7 +737,7 @@ def _used(value: str, written: str) -> bool:
     if value in written:
         return True
     pieces = [piece for piece in _PIECES.split(value) if len(piece) > 1]
-    return bool(pieces) and (bool(_SLUG.fullmatch(value)) or len(pieces) > 1) and all(p in written for p in pieces)
+    return bool(pieces) and (bool(SLUG.fullmatch(value)) or len(pieces) > 1) and all(p in written for p in pieces)
 
 
 def _strings(value: Any) -> list[str]:

@@ -57,6 +57,7 @@ from nexus_gateway.generation.codes import unit_words
 from nexus_gateway.generation.dates import date_spans, read_date
 from nexus_gateway.generation.domains import has_domain
 from nexus_gateway.generation.durations import said_durations, said_numbers
+from nexus_gateway.generation.grounding import SLUG
 
 _STEM = 4
 _LONGER = 3
@@ -612,8 +613,6 @@ _FIRST_LAST = re.compile(
 _PART_OF_NAME = frozenset(("first", "last", "given", "family", "sur", "middle", "user", "file", "nick", "display"))
 
 
-_SLUG = re.compile(r"(?<![\w./@~:-])([A-Za-z0-9][\w.-]*)/([\w.-]*[A-Za-z0-9])(?![\w/@-])")
-"""An `owner/name` slug: one slash, no spaces, not part of a path or a URL."""
 _OWNER_NAMES = ("owner", "org", "organization")
 _REPOSITORY_NAMES = ("repo", "repository", "repo_name", "repository_name")
 
@@ -625,13 +624,13 @@ def split_slugs(request: str, schema: Mapping[str, Any], arguments: Mapping[str,
     properties = _mapping(schema, "properties")
     owner = next((name for name in _OWNER_NAMES if name in properties), None)
     repository = next((name for name in _REPOSITORY_NAMES if name in properties and name != owner), None)
-    slugs = {match.group(0): match.groups() for match in _SLUG.finditer(request)}
+    slugs = set(SLUG.findall(request))
     if owner is None or repository is None or len(slugs) != 1:
         return dict(arguments)
-    ((slug, (first, second)),) = slugs.items()
-    holders = [name for name in (owner, repository) if str(arguments.get(name, "")).strip() == slug]
-    if not holders:
+    slug = slugs.pop()
+    if not any(str(arguments.get(name, "")).strip() == slug for name in (owner, repository)):
         return dict(arguments)
+    first, second = slug.split("/")
     return {**arguments, owner: first, repository: second}
 
 
