@@ -10,6 +10,8 @@ from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
 from nexus_gateway.routing.mentions import (
     MENTION_BONUS,
+    SOLE_MENTION_FACTOR,
+    initialism_names,
     mention_bonus,
     named_servers,
     product_words,
@@ -96,13 +98,16 @@ def test_a_request_names_a_server_by_a_product_it_serves():
     assert named_servers(request, servers) == set()  # without the products, as before
     assert named_servers("close the browser", servers, products) == set()
     bonus = mention_bonus("in jira, move PROJ-7 to Done", ["py-atlassian", "npm-kubernetes"], products)
-    assert bonus.tolist() == [MENTION_BONUS, 0.0]
+    assert bonus.tolist() == [SOLE_MENTION_FACTOR * MENTION_BONUS, 0.0]
 
 
 def test_the_bonus_goes_to_every_tool_of_a_named_server_and_no_other():
     servers = ["npm-github", "npm-gitlab", "npm-github", "py-git"]
     bonus = mention_bonus("file a bug on github octo/app: login fails", servers)
-    assert bonus.tolist() == [MENTION_BONUS, 0.0, MENTION_BONUS, 0.0]
+    sole = SOLE_MENTION_FACTOR * MENTION_BONUS  # the only server named counts for more
+    assert bonus.tolist() == [sole, 0.0, sole, 0.0]
+    both = mention_bonus("copy the issue from gitlab to github", servers)
+    assert both.tolist() == [MENTION_BONUS, MENTION_BONUS, MENTION_BONUS, 0.0]
     assert not mention_bonus("read the file /tmp/github/notes.txt", servers).any()  # a path names no server
 
 
@@ -130,3 +135,26 @@ def test_a_named_server_decides_between_equal_tools_and_reaches_tools_retrieval_
         hits = retriever.search("on github, create a new issue: login fails", 3)
         assert hits[0].name == "github__create_issue", (large, hits)
         assert retriever.search("create a new issue: login fails", 1)[0].name != "github__create_issue"
+
+
+def test_a_server_named_by_initials_is_named_by_what_its_tools_call_it():
+    """`py-ddg` is DuckDuckGo, `py-ha` Home Assistant, `npm-awskb` the AWS Knowledge Base: users say the product."""
+    assert initialism_names("py-ddg", ["Search the web using DuckDuckGo. Returns results."]) == {
+        "duckduckgo",
+        "duck duck go",
+    }
+    assert initialism_names("py-ha", ["Get the state of an entity in Home Assistant."]) == {"home assistant"}
+    assert initialism_names("npm-awskb", ["Retrieval from the AWS Knowledge Base by ID."]) == {"aws knowledge base"}
+    assert initialism_names("py-ha", ["Get the state of an entity. Hello Again."]) == {"hello again"}
+    assert initialism_names("py-git", ["Show the Git Index Tree."]) == set()  # git is a word, not initials
+    catalog = [
+        ("py-ddg", "search", "Search the web using DuckDuckGo."),
+        ("py-ha", "ha_get_state", "Get the state of an entity in Home Assistant."),
+        ("py-duckdb", "query", "Run a SQL query on DuckDB."),
+    ]
+    products = product_words(catalog)
+    servers = {server for server, _, _ in catalog}
+    assert named_servers("duckduckgo rust async runtimes", servers, products) == {"py-ddg"}
+    assert named_servers("search duck duck go for ramen", servers, products) == {"py-ddg"}
+    assert named_servers("in home assistant, turn off the porch light", servers, products) == {"py-ha"}
+    assert named_servers("I'm home, any assistant free?", servers, products) == set()  # words apart: no phrase
