@@ -58,12 +58,24 @@ _NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk"
 """Endings that make a dotted word a host name or a version, not a file name."""
 
 
+_PLAIN_FILES = frozenset(
+    {"hosts", "passwd", "shadow", "group", "fstab", "crontab", "hostname", "sudoers", "environment", "profile"}
+    | {"makefile", "dockerfile", "containerfile", "procfile", "gemfile", "rakefile", "vagrantfile", "jenkinsfile"}
+    | {"pipfile", "brewfile", "justfile", "readme", "license", "licence", "changelog", "authors", "notice"}
+    | {"copying", "codeowners", "todo", "config", "known_hosts", "authorized_keys", "id_rsa", "id_ed25519"}
+)
+"""Files named without an extension, by convention (`/etc/hosts`, `Makefile`, `~/.ssh/config`): a path ending in
+one is a file, not a folder."""
+
+
 def _path_kind(path: str) -> str:
-    last = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+    if path.endswith(("/", "\\")):
+        return " folder "
+    last = re.split(r"[/\\]", path)[-1]
     extension = _EXTENSION.search(last)
     if (extension and not last.startswith(".")) or (extension and last.count(".") > 1):
         return f" file {extension.group(1).lower()} "
-    if last.startswith("."):  # a dotfile: .env, .bashrc
+    if last.startswith(".") or last.lower() in _PLAIN_FILES:  # a dotfile (.env, .bashrc) or a file by convention
         return " file "
     return " folder "
 

@@ -22,6 +22,9 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         ("show me this picture cat.png", "show me this picture file png"),
         (r"open C:\Users\sam\a.docx", "open file docx"),
         ("show me /srv/app/.env", "show me file"),
+        ("show me /etc/hosts", "show me file"),  # a file without an extension, by convention
+        ("what's in /srv/app/Makefile", "what's in file"),
+        ("what's in /srv/app/", "what's in folder"),
         ("what's the status of PROJ-1423?", "what's the status of issue ?"),
         ("file a bug in MOB: 'Login button unresponsive on Android 14'", "file a bug in MOB:"),
         ("kick off `npm run build` in a terminal", "kick off in a terminal"),
