@@ -1,11 +1,12 @@
 """One engine session per client session: its own sequence of the shared context, with its history.
 
-A client's runs are kept in order (one at a time per client); each leaves a short turn in its session
-(request, arguments, the start of the result), so the session's depth grows with use, as in the paper.
-Decoding a turn takes about as long as generating the arguments, so `run` queues it (`defer`) and a
-background task decodes it (`settle`) after the answer has gone out; a lease decodes any queued turn
-first, so the client's next request always sees it. Only a request that follows up on earlier turns
-(`follows_up`) is filled after them; one that stands alone is filled in a fresh sequence (`fresh`).
+Each run leaves a short turn in its client's session (request, arguments, the start of the result), so the
+session's depth grows with use, as in the paper. Decoding a turn takes about as long as generating the
+arguments, so `run` queues it (`defer`) and a background task decodes it (`settle`) after the answer has gone
+out. Only a request that follows up on earlier turns (`follows_up`) is filled after them, holding the session
+(`lease`: one such run at a time per client, any queued turn decoded first, so it always sees the last one);
+one that stands alone is filled in a fresh sequence (`fresh`) and only `attach`es to its client's session to
+queue its turn: it does not wait for the last turn to be decoded.
 Past `max_depth` tokens the session is rebuilt with only its latest turn. When every engine session is
 taken, the least recently used idle one is closed for the newcomer; concurrent clients share the model,
 the context's preamble cells and every compiled block.
@@ -37,6 +38,11 @@ def follows_up(request: str) -> bool:
     filled in a fresh sequence (`SessionPool.fresh`): the tool's block is spliced at depth 0 instead of
     prefilled after the history, and earlier turns' values cannot leak into its arguments."""
     return bool(_BACK.search(request))
+
+
+PENDING_TURNS = 6
+"""Turns queued for a session at most (`defer`): requests sent back to back queue theirs until the engine is idle
+(meta/run.py), and a session holds a few turns before it is rebuilt from its latest."""
 
 
 @dataclass
@@ -83,17 +89,32 @@ class SessionPool:
 
     @asynccontextmanager
     async def lease(self, key: Hashable) -> AsyncIterator[Session]:
-        """The engine session of `key` (opened, or taken from the least recently used), held exclusively."""
+        """The engine session of `key` (opened, or taken from the least recently used), held exclusively, its
+        queued turns decoded first."""
+        async with self.attach(key) as session, self.hold(key):
+            yield session
+
+    @asynccontextmanager
+    async def attach(self, key: Hashable) -> AsyncIterator[Session]:
+        """The engine session of `key` (opened, or taken from the least recently used), kept from eviction but
+        not held: its history may still be growing (`settle`). For a request filled elsewhere (`fresh`) that
+        only needs to know the session and queue its turn (`defer`): it does not wait for the last turn."""
         entry = await self._entry(key)
         try:
-            async with entry.lock:
-                while entry.pending:
-                    await self._append_turn(entry, entry.pending.pop(0))
-                yield entry.session
+            yield entry.session
         finally:
             entry.users -= 1
             self._released.set()
             self._released = anyio.Event()
+
+    @asynccontextmanager
+    async def hold(self, key: Hashable) -> AsyncIterator[None]:
+        """`key`'s session (inside `attach`) held exclusively, its queued turns decoded first."""
+        entry = self._entries[key]
+        async with entry.lock:
+            while entry.pending:
+                await self._append_turn(entry, entry.pending.pop(0))
+            yield
 
     def fork(self, session: Session) -> AbstractAsyncContextManager[Session | None]:
         """A session holding what the leased `session` holds, to decode a second candidate beside the first
@@ -133,6 +154,7 @@ class SessionPool:
         entry = self._entries.get(key)
         if entry is not None:
             entry.pending.append(turn)
+            del entry.pending[:-PENDING_TURNS]  # the oldest would not stay in the session's depth anyway
 
     async def settle(self, key: Hashable) -> None:
         """Decode the turns queued for `key`, if its session is still there."""

@@ -41,6 +41,8 @@ class BlockWarmer:
         self._records = records
         self._scoring_on = scoring
         self._runs = 0
+        self._quiet_since = 0.0
+        """When the last run ended (`idle_for`)."""
         self._quiet = anyio.Event()
         self._quiet.set()
         self._wake = anyio.Event()
@@ -89,8 +91,18 @@ class BlockWarmer:
         finally:
             self._runs -= 1
             if self._runs == 0:
+                self._quiet_since = anyio.current_time()
                 self._quiet.set()
                 self.wake()
+
+    async def idle_for(self, seconds: float) -> None:
+        """Return once no `run` has been in progress for `seconds`."""
+        while True:
+            await self._quiet.wait()
+            left = self._quiet_since + seconds - anyio.current_time()
+            if self._runs == 0 and left <= 0:
+                return
+            await anyio.sleep(max(left, 0.01))
 
     def wake(self) -> None:
         """Look for blocks to compile (the catalog's new tools, the tools a run showed cold)."""

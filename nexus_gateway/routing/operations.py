@@ -59,7 +59,8 @@ _KINDS: dict[str, frozenset[str]] = {
     ),
     CREATE: _words(
         "create add make insert post write submit publish upload install save put set reply leave watch subscribe"
-        " follow fork copy duplicate generate draft compose schedule invite commit approve reject"
+        " follow fork copy duplicate generate draft compose schedule invite commit approve reject remember memorize"
+        " memorise store record jot"
     ),
     UPDATE: _words(
         "update edit change modify rename move replace patch set save put write add remove clear cancel assign"

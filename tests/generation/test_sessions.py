@@ -1,11 +1,11 @@
-"""Engine sessions per client: history that grows, least-recently-used eviction, exclusive leases."""
+"""Engine sessions per client: history that grows, least-recently-used eviction, exclusive leases, attaching."""
 
 import anyio
 import pytest
 
 from nexus_gateway.engine import Turn
 from nexus_gateway.engine.worker import LocalEngine
-from nexus_gateway.generation.sessions import SessionPool, follows_up
+from nexus_gateway.generation.sessions import PENDING_TURNS, SessionPool, follows_up
 from tests.engine.conftest import settings
 
 pytestmark = pytest.mark.anyio
@@ -56,6 +56,36 @@ async def test_a_deferred_turn_is_in_the_session_before_the_next_lease_or_after_
             await pool.settle("a")
             async with pool.lease("a") as settled:
                 assert 0 < first < await pool.depth(settled)
+
+
+async def test_attaching_does_not_wait_for_a_turn_being_decoded_and_queues_behind_it(tmp_path):
+    """A request that stands alone only attaches to its client's session: while the last turn is still being
+    decoded under the lease (`settle`), attaching returns at once; its own turn is queued and decoded after."""
+    with anyio.fail_after(120):
+        async with LocalEngine(settings(sessions=2), compiled_root=tmp_path) as engine:
+            pool = SessionPool(engine, 2, max_depth=400)
+            async with pool.attach("a") as a:
+                pool.defer("a", Turn("first", "{}"))
+            held, release = anyio.Event(), anyio.Event()
+
+            async def holder() -> None:
+                async with pool.lease("a"):  # decodes "first", then keeps the session
+                    held.set()
+                    await release.wait()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(holder)
+                await held.wait()
+                with anyio.fail_after(5):  # not behind the lease
+                    async with pool.attach("a") as attached:
+                        assert attached == a
+                        depth = await pool.depth(attached)
+                        pool.defer("a", Turn("second", "{}"))
+                assert depth > 0  # "first" was decoded when the lease began
+                release.set()
+            await pool.settle("a")
+            async with pool.lease("a") as settled:
+                assert await pool.depth(settled) > depth
 
 
 async def test_a_fork_counts_against_the_pool_and_holds_its_sessions_history(tmp_path):
@@ -110,3 +140,31 @@ async def test_a_fresh_session_holds_only_the_preamble_and_counts_against_the_po
 )
 def test_a_request_follows_up_when_it_refers_back_to_an_earlier_turn(request_text: str, back: bool):
     assert follows_up(request_text) is back
+
+
+class _Sessions:
+    """An engine that opens sessions and decodes turns by counting them."""
+
+    def __init__(self) -> None:
+        self.opened, self.turns = 0, []
+
+    async def open_session(self):
+        self.opened += 1
+        return self.opened
+
+    async def append_turn(self, session, turn, *, max_depth):
+        self.turns.append(turn.request)
+
+    async def close_session(self, session):
+        pass
+
+
+async def test_turns_queued_back_to_back_keep_only_the_latest():
+    engine = _Sessions()
+    pool = SessionPool(engine, 2, max_depth=400)
+    with anyio.fail_after(10):
+        for number in range(PENDING_TURNS + 3):
+            async with pool.attach("a"):
+                pool.defer("a", Turn(f"turn {number}", "{}"))
+        await pool.settle("a")
+    assert engine.turns == [f"turn {n}" for n in range(3, PENDING_TURNS + 3)]

@@ -108,3 +108,28 @@ async def test_with_warm_blocks_off_only_the_schemas_shown_cold_are_compiled():
         await anyio.wait_all_tasks_blocked()
         assert engine.jobs == ["fill s__a signature", "schema s__a"] and warmer.settled
         group.cancel_scope.cancel()
+
+
+async def test_idle_for_waits_until_no_run_has_been_in_progress_for_that_long():
+    """What a session's queued turns wait for (meta/run.py `_settle_later`): runs back to back keep it waiting."""
+    warmer = BlockWarmer(lambda: [])
+    done: list[float] = []
+
+    async def settle() -> None:
+        await warmer.idle_for(1.0)
+        done.append(anyio.current_time())
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            with warmer.busy():
+                group.start_soon(settle)
+                await anyio.sleep(0.3)
+            assert not done  # a run was in progress until now
+            for _ in range(3):  # runs back to back, 0.1 s apart: never idle for 1 s
+                with warmer.busy():
+                    await anyio.sleep(0.05)
+                    assert not done
+                ended = anyio.current_time()
+                await anyio.sleep(0.1)
+                assert not done
+    assert done and done[0] - ended >= 0.99

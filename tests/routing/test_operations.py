@@ -166,6 +166,8 @@ def test_a_tool_named_for_another_kind_of_operation_or_a_rival_named_for_the_ver
         ("What a terrible photo! Can you make it better?", "MediaModifyTool", []),  # an exclamation, no question
         ("show the comments on PR 9", "get_pull_request_comments", []),
         ("close issue 34 in octo/app", "update_issue", ["browser_close"]),  # it changes what the request names
+        ("remember that my sister Ana is allergic to peanuts", "create_entities", []),
+        ("what do you remember about Project Falcon?", "search_nodes", []),  # a question, not a verb
     ],
 )
 def test_a_tool_that_does_what_the_verb_asks_or_a_request_without_an_operation_is_no_conflict(
@@ -192,3 +194,9 @@ def test_a_tool_for_many_at_once_misfits_a_request_that_names_one_thing():
     assert not batch_misfit("read ~/notes/todo.md", "read_text_file")
     names = ["read_multiple_files", "read_text_file"]
     assert misfit_penalty("read ~/notes/todo.md", names, np.array([0.66, 0.65])).tolist() == [MISFIT_WEIGHT, 0.0]
+
+
+def test_remembering_is_storing():
+    assert conflict("remember that my sister's birthday is May 3", "read_graph") == (
+        "the request asks to remember, and read_graph reads"
+    )
