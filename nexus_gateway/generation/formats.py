@@ -145,9 +145,23 @@ def _clock(value: str) -> str:
     return f"{hour:02d}:{minute}" if hour < 24 and int(minute) < 60 else value
 
 
+_SAID_SPAN = re.compile(
+    r"(?<![\d:.$])(\d{1,2})(?::(\d{2}))?\s*(?:-|\u2013|to|and|until|till)\s*(\d{1,2})(?::\d{2})?\s*([ap])\.?\s?m\b",
+    re.IGNORECASE,
+)
+"""Two times of day sharing the second one's half of the day: "between 2 and 4 pm", "9-11am", "from 1 to 3:30 pm"."""
+
+
 def said_clock_times(request: str) -> list[str]:
-    """The times of day `request` says, as `HH:MM` on the 24-hour clock, in order, once each."""
-    found: list[str] = []
+    """The times of day `request` says, as `HH:MM` on the 24-hour clock, in order, once each. The first time of
+    a span said with one "am"/"pm" ("between 2 and 4 pm") is in the same half of the day unless it would come
+    after the second ("11 to 1 pm": 11:00)."""
+    said: list[tuple[int, str]] = []
+    for span in _SAID_SPAN.finditer(request):
+        first, minute, second = int(span.group(1)), span.group(2) or "00", int(span.group(3))
+        if 1 <= first <= 12 and 1 <= second <= 12 and int(minute) < 60:
+            later = span.group(4).lower() == "p" and first % 12 <= second % 12
+            said.append((span.start(), f"{first % 12 + (12 if later else 0):02d}:{minute}"))
     for match in _SAID_CLOCK.finditer(request):
         if match.group(1) is not None:
             hour, minute = int(match.group(1)), match.group(2) or "00"
@@ -159,9 +173,26 @@ def said_clock_times(request: str) -> list[str]:
             hour = hour % 12 + (12 if later else 0)
         else:
             hour, minute = int(match.group(5)), match.group(6)
-        if hour < 24 and int(minute) < 60 and (time := f"{hour:02d}:{minute}") not in found:
-            found.append(time)
-    return found
+        if hour < 24 and int(minute) < 60:
+            said.append((match.start(), f"{hour:02d}:{minute}"))
+    return list(dict.fromkeys(time for _, time in sorted(said)))
+
+
+_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ])(\d{2}):(\d{2})(.*)$")
+
+
+def _half_day_slip(value: str, request: str) -> str:
+    """A date-time whose time of day is twelve hours off the one the request says ("between 2 and 4 pm":
+    `T02:00` for 14:00), moved to it; anything else as it is."""
+    match = _DATETIME.match(value)
+    if match is None:
+        return value
+    said = said_clock_times(request)
+    hour, minute = int(match.group(2)), match.group(3)
+    if not said or f"{hour:02d}:{minute}" in said:
+        return value
+    other = f"{(hour + 12) % 24:02d}:{minute}"
+    return f"{match.group(1)}{other}{match.group(4)}" if other in said else value
 
 
 def _asks_clock(spec: Mapping[str, Any]) -> bool:
@@ -207,6 +238,7 @@ def _string(name: str, value: str, spec: Mapping[str, Any], request: str) -> str
         value = _joined_place(value, request, spec)
     if _asks_clock(spec):
         value = _clock(value)
+    value = _half_day_slip(value, request)
     if (_DATE_ONLY.search(description) or spec.get("format") == "date") and (day := _DATE_WITH_TIME.match(value)):
         value = day.group(1)
     if _asks_season(spec) and len(seasons := said_seasons(request)) == 1:

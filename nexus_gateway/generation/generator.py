@@ -53,6 +53,7 @@ from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.plain import plain
 from nexus_gateway.generation.repair import coerced, retry_note, with_defaults, without_invalid
 from nexus_gateway.generation.stated import (
+    case_switches,
     composed_paths,
     day_lists,
     directed,
@@ -67,6 +68,7 @@ from nexus_gateway.generation.stated import (
     topic_only,
     unstatable,
     unstated_choices,
+    whole_enumerations,
     whole_lists,
 )
 
@@ -294,7 +296,7 @@ class ArgumentGenerator:
         kind), the rest as the schema says."""
         chosen = await self._form(session, record, mode or self.mode)
         view = self.view(record)
-        said: dict[str, Any] = {**switched_on(query, view), **day_lists(query, view)}
+        said: dict[str, Any] = {**switched_on(query, view), **case_switches(query, view), **day_lists(query, view)}
         if self.choices:
             said |= await anyio.to_thread.run_sync(self.choices.said, query, view)
         unfillable = unstatable(query, view)  # a choice `said` names is given after decoding
@@ -413,14 +415,15 @@ def _grounded(
 ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
     """The decoded arguments written as the request writes them, with its dates and durations as it says them,
     without the optional values and choices it never gave (grounding.py, stated.py), in the forms their
-    descriptions ask for (formats.py), query values cut to their topic, file names joined to the folder the
-    request names, the choices it names in other words or as a set (`said`: paraphrase.py, `stated.day_lists`)
-    given; and the names of the arguments left out."""
+    descriptions ask for (formats.py), query values cut to their topic, lists the request gives copied whole,
+    file names joined to the folder the request names, the choices it names in other words or as a set (`said`:
+    paraphrase.py, `stated.day_lists`) given; and the names of the arguments left out."""
     if arguments is None:
         return arguments, ()
     arguments = as_said(query, schema, as_written(query, schema, arguments))
     arguments = {**zones_as_stated(query, schema, stated_choices(query, schema, arguments)), **(said or {})}
     arguments |= named_choices(query, schema, arguments) | whole_lists(query, schema, arguments)
+    arguments |= whole_enumerations(query, schema, arguments)
     arguments = full_names(query, schema, directed(query, schema, one_place(query, schema, arguments)))
     arguments = without_nested_inventions(query, schema, arguments)
     dropped = tuple(invented_optional(query, schema, arguments))

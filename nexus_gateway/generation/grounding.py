@@ -95,8 +95,8 @@ _FIXED = ("enum", "const", "format", "pattern")
 def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
     """`arguments` with each free top-level string written as the request writes it: the request's case, the
     request's plural of a singular the model wrote, an identifier copied with a slip, or the span the request
-    quotes when the value adds words to it. Other values, and strings the request does not hold in any of
-    these ways, are left as they are."""
+    quotes when the value adds words to it, or a URL copied without its scheme. Other values, and strings the
+    request does not hold in any of these ways, are left as they are."""
     properties = _mapping(schema, "properties")
     written = dict(arguments)
     for name, value in arguments.items():
@@ -108,11 +108,26 @@ def as_written(request: str, schema: Mapping[str, Any], arguments: Mapping[str, 
             found = next(filter(None, (_found(value.strip() + ending, request) for ending in _PLURALS)), None)
         if found is None:
             found = _slipped_identifier(value, request) or _quoted_within(value, request) or _relative(value, request)
+            found = found or _with_scheme(value, request)
         if found is None:
             found = _cut_tail(value, request) or _without_other_value(value, request, arguments, name)
         if found is not None and found != value:
             written[name] = found
     return written
+
+
+_SCHEMED = re.compile(r"(?<!\S)([A-Za-z][A-Za-z0-9+.-]*://)(\S+)")
+"""A URL or connection string with its scheme: `mongodb+srv://user@host/db`, `postgres://...`, `s3://bucket/key`."""
+
+
+def _with_scheme(value: str, request: str) -> str | None:
+    """The request's URL that `value` is without its scheme (`reporting@cluster0.example.net/analytics` for
+    "mongodb+srv://reporting@cluster0.example.net/analytics"): the model began copying after the `://`."""
+    for match in _SCHEMED.finditer(request):
+        rest = match.group(2).rstrip(".,;:!?)")
+        if value.strip() == rest:
+            return match.group(1) + rest
+    return None
 
 
 def _without_other_value(value: str, request: str, arguments: Mapping[str, Any], name: str) -> str | None:

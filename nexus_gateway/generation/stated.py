@@ -49,6 +49,7 @@ Each only ever removes words or joins pieces the request holds; none adds a valu
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -368,6 +369,61 @@ def whole_lists(request: str, schema: Mapping[str, Any], arguments: Mapping[str,
     return found
 
 
+_SEPARATOR = r"\s*,\s*(?:and\s+|or\s+|&\s+)?|\s+(?:and|or|&)\s+"
+"""What joins the items of a list a request gives: "Home, Away, Night and Vacation"."""
+
+
+def whole_enumerations(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The free lists of strings the model copied from a list the request gives, without its first or last items
+    ("options Home, Away, Night and Vacation": `["Away", "Night", "Vacation"]`): the request's whole list, its
+    items as many words as the model's longest, up to `maxItems`: name -> items."""
+    properties = _mapping(schema, "properties")
+    found: dict[str, list[str]] = {}
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if not isinstance(spec, Mapping) or not isinstance(value, list) or len(value) < 2:
+            continue
+        if not all(isinstance(item, str) and item.strip() for item in value) or _mapping(spec, "items").get("enum"):
+            continue
+        places = [_place(item, request) for item in value]
+        spans = [place for place in places if place is not None]
+        if len(spans) < len(places) or spans != sorted(spans):
+            continue
+        if not all(re.fullmatch(_SEPARATOR, request[a[1] : b[0]]) for a, b in itertools.pairwise(spans)):
+            continue  # the items are not one list of the request
+        items = _extended(request, spans, max(len(item.split()) for item in value), all(i[0].isupper() for i in value))
+        limit = spec.get("maxItems")
+        if len(items) > len(value) and not (isinstance(limit, int) and len(items) > limit):
+            found[name] = items
+    return found
+
+
+def _place(item: str, request: str) -> tuple[int, int] | None:
+    match = re.search(rf"(?<![\w-]){re.escape(item.strip())}(?![\w-])", request)
+    return (match.start(), match.end()) if match else None
+
+
+def _extended(request: str, spans: list[tuple[int, int]], words: int, capitalized: bool) -> list[str]:
+    """The items at `spans` with the items joined to them before and after (each up to `words` words, capitalized
+    when the others are), in the request's order."""
+    items = [request[start:end] for start, end in spans]
+    before = re.compile(rf"(?:^|\s)((?:\S+\s+){{0,{words - 1}}}\S+?)\s*,\s*$")
+    after = re.compile(rf"^(?:{_SEPARATOR})((?:\S+\s+){{0,{words - 1}}}?\S+?)(?=[\s,.;:!?]|$)")
+    begin, end = spans[0][0], spans[-1][1]
+    while (joined := before.search(request[:begin])) is not None:
+        pieces = joined.group(1).split()
+        while capitalized and pieces and not pieces[0][0].isupper():
+            pieces.pop(0)
+        if not pieces:
+            break
+        items.insert(0, " ".join(pieces))
+        begin = joined.end(1) - len(items[0])
+    while (joined := after.match(request[end:])) is not None and not (capitalized and not joined.group(1)[0].isupper()):
+        items.append(joined.group(1))
+        end += joined.end(1)
+    return items
+
+
 def _first_place(choice: str, request: str) -> int | None:
     """Where the request first names `choice` as whole words (singular or plural, `_` and `-` as spaces)."""
     words = re.sub(r"[\s_-]+", " ", choice.strip()).casefold()
@@ -429,6 +485,39 @@ def switched_on(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
         and _switch(name, request) is True
         and all(word in said for word in _words(name) if word in _QUANTIFIERS)  # "the pods": not `allNamespaces`
     }
+
+
+_ANY_CASE = re.compile(
+    r"\bcase[- ]insensitive(?:ly)?\b|\b(?:ignor(?:e|ing)|regardless of|disregard(?:ing)?) (?:the )?(?:letter )?case\b"
+    r"|\b(?:upper|lower)[- ]?(?:or|and|/) ?(?:upper|lower)[- ]?case (?:doesn't|does not|don't|won't) matter\b"
+    r"|\bcase (?:doesn't|does not|won't|don't) matter\b|\bin any case\b(?= ?(?:$|[,.;]))",
+    re.IGNORECASE,
+)
+_EXACT_CASE = re.compile(r"\bcase[- ]sensitive(?:ly)?\b|\b(?:match(?:ing)?|exact) (?:the )?case\b", re.IGNORECASE)
+_CASE_NAME = re.compile(
+    r"^(?:(?P<ignore>ignore)|(?P<match>match)|)_?case_?(?:(?P<sensitive>sensitive)|(?P<insensitive>insensitive)|)$"
+)
+
+
+def case_switches(request: str, schema: Mapping[str, Any]) -> dict[str, bool]:
+    """The optional booleans about letter case (`match_case`, `case_sensitive`, `ignoreCase`, ...) set as the
+    request says ("upper or lower case doesn't matter": `match_case: false`, `ignore_case: true`; "case-sensitive":
+    the other way); none when it says nothing of case."""
+    insensitive = bool(_ANY_CASE.search(request))
+    if not insensitive and not _EXACT_CASE.search(request):
+        return {}
+    properties = _mapping(schema, "properties")
+    required = set(schema.get("required") or ())
+    found: dict[str, bool] = {}
+    for name, spec in properties.items():
+        if name in required or not isinstance(spec, Mapping) or spec.get("type") != "boolean":
+            continue
+        form = _CASE_NAME.match("_".join(_words(name)))
+        if form is None or not any(form.groupdict().values()):  # `case` alone says nothing of which way
+            continue
+        ignores = bool(form.group("ignore") or form.group("insensitive"))
+        found[name] = insensitive == ignores
+    return found
 
 
 def _switch(name: str, request: str) -> bool | None:

@@ -285,3 +285,31 @@ def test_a_season_the_request_spans_over_two_years_is_written_as_the_description
     assert in_asked_form("spend in 2025/2026", schema, {"month": "2025-20"}) == {"month": "2025-20"}  # not a season
     assert in_asked_form("from 2019 to 2023", schema, {"season": "2019"}) == {"season": "2019"}  # not consecutive
     assert in_asked_form("2021-22 or 2022-23", schema, {"season": "2021-22"}) == {"season": "2021-22"}  # two seasons
+
+
+def test_a_span_of_times_with_one_am_or_pm_puts_both_in_that_half_of_the_day():
+    from nexus_gateway.generation.formats import said_clock_times
+
+    assert said_clock_times("am I free on Feb 11 2027 between 2 and 4 pm UTC?") == ["14:00", "16:00"]
+    assert said_clock_times("block 9-11am tomorrow") == ["09:00", "11:00"]
+    assert said_clock_times("from 11 to 1 pm") == ["11:00", "13:00"]  # 11 pm would come after 1 pm
+    assert said_clock_times("at 14:00, then at 4pm") == ["14:00", "16:00"]  # in the order said
+    assert said_clock_times("meet at 3pm or 9:30 am") == ["15:00", "09:30"]
+
+
+def test_a_date_time_twelve_hours_off_the_time_the_request_says_is_moved_to_it():
+    window = {"type": "string", "description": "Start of the window, RFC3339 (e.g. 2027-01-01T09:00:00Z)."}
+    schema = _schema(time_min=window, time_max=window)
+    request = "I'm ana@x.io. Am I free on Thursday, Feb 11 2027 between 2 and 4 pm UTC?"
+    filled = {"time_min": "2027-02-11T02:00:00Z", "time_max": "2027-02-11T04:00:00Z"}
+    assert in_asked_form(request, schema, filled) == {
+        "time_min": "2027-02-11T14:00:00Z",
+        "time_max": "2027-02-11T16:00:00Z",
+    }
+    kept = {"time_min": "2027-02-11T09:00:00Z", "time_max": "2027-02-11T14:00:00Z"}  # 9:00 is no slip of 14/16
+    assert in_asked_form(request, schema, kept) == kept
+    said = "book the room from 2am to 2pm on 2027-03-01"
+    assert in_asked_form(said, schema, {"time_min": "2027-03-01T02:00", "time_max": "2027-03-01T14:00"}) == {
+        "time_min": "2027-03-01T02:00",
+        "time_max": "2027-03-01T14:00",
+    }

@@ -454,3 +454,16 @@ def test_examples_a_description_gives_of_the_tools_results_say_nothing_of_the_pa
     schema = {"type": "object", "properties": {"symbol_name": symbol}}
     request = "where is calculate_invoice_total used across the repo?"
     assert ungrounded(request, schema, {"symbol_name": "calculate_invoice_total"}) == []
+
+
+def test_a_url_copied_without_its_scheme_gets_it_back():
+    schema = {"type": "object", "properties": {"connectionString": {"type": "string"}, "name": {"type": "string"}}}
+    request = "connect to mongodb+srv://reporting@cluster0.ab12c.mongodb.net/analytics, call the connection reporting"
+    cut = {"connectionString": "reporting@cluster0.ab12c.mongodb.net/analytics", "name": "reporting"}
+    assert as_written(request, schema, cut) == {
+        "connectionString": "mongodb+srv://reporting@cluster0.ab12c.mongodb.net/analytics",
+        "name": "reporting",  # a word of the request, not the rest of a URL: as it is
+    }
+    fetched = {"connectionString": "example.com/a", "name": "x"}
+    assert as_written("fetch https://example.com/a.", schema, fetched)["connectionString"] == "https://example.com/a"
+    assert as_written("fetch https://example.com/a", schema, {"name": "example.com"}) == {"name": "example.com"}

@@ -448,3 +448,49 @@ def test_a_folder_named_inside_the_one_the_request_gives_is_joined_to_it():
     }
     same = "list the same folder of /home/ana"  # no folder's name
     assert composed_paths(same, schema, {"path": "/home/ana"}) == {"path": "/home/ana"}
+
+
+def test_letter_case_said_in_words_sets_the_case_switches_either_way():
+    from nexus_gateway.generation.stated import case_switches
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "match_case": {"type": "boolean"},
+            "ignoreCase": {"type": "boolean"},
+            "caseSensitive": {"type": "boolean"},
+            "case": {"type": "boolean"},  # says nothing of which way
+            "whole_word": {"type": "boolean"},
+        },
+    }
+    loose = {"match_case": False, "ignoreCase": True, "caseSensitive": False}
+    said = "how often is 'force majeure' in msa.docx? upper or lower case doesn't matter"
+    assert case_switches(said, schema) == loose
+    assert case_switches("search case-insensitively for TODO", schema) == loose
+    assert case_switches("find Foo, ignore case", schema) == loose
+    strict = {"match_case": True, "ignoreCase": False, "caseSensitive": True}
+    assert case_switches("find 'Foo' in notes.txt, case sensitive", schema) == strict
+    assert case_switches("find foo in notes.txt", schema) == {}
+    required = {**schema, "required": ["match_case"]}  # a required one is the model's to fill
+    assert "match_case" not in case_switches("find foo, ignore case", required)
+
+
+def test_a_list_copied_from_the_request_without_its_first_or_last_items_is_made_whole():
+    from nexus_gateway.generation.stated import whole_enumerations
+
+    schema = {"type": "object", "properties": {"options": {"type": "array", "items": {"type": "string"}}}}
+    request = "create a dropdown helper called House Mode with options Home, Away, Night and Vacation"
+    assert whole_enumerations(request, schema, {"options": ["Away", "Night", "Vacation"]}) == {
+        "options": ["Home", "Away", "Night", "Vacation"]
+    }
+    cities = "weather for New York, Los Angeles and Chicago"
+    assert whole_enumerations(cities, schema, {"options": ["New York", "Los Angeles"]}) == {
+        "options": ["New York", "Los Angeles", "Chicago"]
+    }
+    assert whole_enumerations("label it bug, urgent and p1", schema, {"options": ["bug", "urgent"]}) == {
+        "options": ["bug", "urgent", "p1"]
+    }
+    assert whole_enumerations("options Home, Away", schema, {"options": ["Home", "Away"]}) == {}  # whole already
+    assert whole_enumerations("tag it red, then blue and green", schema, {"options": ["red", "green"]}) == {}
+    capped = {"type": "object", "properties": {"options": {**schema["properties"]["options"], "maxItems": 2}}}
+    assert whole_enumerations("label it bug, urgent and p1", capped, {"options": ["bug", "urgent"]}) == {}
