@@ -158,3 +158,13 @@ def test_a_server_named_by_initials_is_named_by_what_its_tools_call_it():
     assert named_servers("search duck duck go for ramen", servers, products) == {"py-ddg"}
     assert named_servers("in home assistant, turn off the porch light", servers, products) == {"py-ha"}
     assert named_servers("I'm home, any assistant free?", servers, products) == set()  # words apart: no phrase
+
+
+def test_only_a_server_named_by_a_name_of_its_own_or_as_a_service_counts_twice():
+    servers = ["py-time", "npm-slack", "npm-postgres", "weather"]
+    sole = SOLE_MENTION_FACTOR * MENTION_BONUS
+    assert mention_bonus("in postgres, how many users signed up?", servers).tolist() == [0, 0, sole, 0]
+    assert mention_bonus("what time is it in Lima?", servers).tolist() == [MENTION_BONUS, 0, 0, 0]  # an everyday word
+    assert mention_bonus("post 'done' in slack", servers).tolist() == [0, sole, 0, 0]  # said as a service is
+    assert mention_bonus("slack: post 'done' to #ops", servers).tolist() == [0, sole, 0, 0]
+    assert mention_bonus("cut me some slack, post 'late'", servers).tolist() == [0, MENTION_BONUS, 0, 0]
