@@ -404,24 +404,34 @@ def _place(item: str, request: str) -> tuple[int, int] | None:
 
 
 def _extended(request: str, spans: list[tuple[int, int]], words: int, capitalized: bool) -> list[str]:
-    """The items at `spans` with the items joined to them before and after (each up to `words` words, capitalized
-    when the others are), in the request's order."""
+    """The items at `spans` with the items of the same list before and after them (each up to `words` words,
+    of the same kind as theirs: e-mail addresses, capitalized, lower case), in the request's order. A list ends
+    at its "and" / "or" item: nothing after that is of it ("bug and ui, then assign it")."""
     items = [request[start:end] for start, end in spans]
+    kind = {_item_kind(item) for item in items}
     before = re.compile(rf"(?:^|\s)((?:\S+\s+){{0,{words - 1}}}\S+?)\s*,\s*$")
-    after = re.compile(rf"^(?:{_SEPARATOR})((?:\S+\s+){{0,{words - 1}}}?\S+?)(?=[\s,.;:!?]|$)")
+    after = re.compile(rf"^(?:{_SEPARATOR})((?:\S+\s+){{0,{words - 1}}}?\S+?)(?=[\s,.;!?]|$)(?!:)")
     begin, end = spans[0][0], spans[-1][1]
     while (joined := before.search(request[:begin])) is not None:
         pieces = joined.group(1).split()
         while capitalized and pieces and not pieces[0][0].isupper():
             pieces.pop(0)
-        if not pieces:
+        if not pieces or {_item_kind(" ".join(pieces))} != kind:
             break
         items.insert(0, " ".join(pieces))
         begin = joined.end(1) - len(items[0])
-    while (joined := after.match(request[end:])) is not None and not (capitalized and not joined.group(1)[0].isupper()):
+    ended = len(spans) > 1 and re.search(r"\b(?:and|or)\b|&", request[spans[-2][1] : spans[-1][0]]) is not None
+    while not ended and (joined := after.match(request[end:])) is not None and {_item_kind(joined.group(1))} == kind:
         items.append(joined.group(1))
         end += joined.end(1)
+        ended = re.search(r"\b(?:and|or)\b|&", joined.group(0)[: joined.start(1)]) is not None
     return items
+
+
+def _item_kind(item: str) -> str:
+    if "@" in item:
+        return "address"
+    return "capitalized" if item[:1].isupper() else "lower"
 
 
 def _first_place(choice: str, request: str) -> int | None:

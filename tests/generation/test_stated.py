@@ -494,3 +494,17 @@ def test_a_list_copied_from_the_request_without_its_first_or_last_items_is_made_
     assert whole_enumerations("tag it red, then blue and green", schema, {"options": ["red", "green"]}) == {}
     capped = {"type": "object", "properties": {"options": {**schema["properties"]["options"], "maxItems": 2}}}
     assert whole_enumerations("label it bug, urgent and p1", capped, {"options": ["bug", "urgent"]}) == {}
+
+
+def test_a_list_that_ends_with_and_is_whole_and_items_of_another_kind_are_not_of_it():
+    from nexus_gateway.generation.stated import whole_enumerations
+
+    schema = {"type": "object", "properties": {"to": {"type": "array", "items": {"type": "string"}}}}
+    ended = "email ann@x.com and bob@y.com, subject: Lunch"
+    assert whole_enumerations(ended, schema, {"to": ["ann@x.com", "bob@y.com"]}) == {}
+    assert whole_enumerations("add labels bug and ui, then assign it", schema, {"to": ["bug", "ui"]}) == {}
+    assert whole_enumerations("email Sam, ann@x.com and bob@y.com", schema, {"to": ["ann@x.com", "bob@y.com"]}) == {}
+    invited = "invite ana@x.io, bob@y.io and cy@z.io"
+    assert whole_enumerations(invited, schema, {"to": ["bob@y.io", "cy@z.io"]}) == {
+        "to": ["ana@x.io", "bob@y.io", "cy@z.io"]
+    }
