@@ -371,6 +371,8 @@ def whole_lists(request: str, schema: Mapping[str, Any], arguments: Mapping[str,
 
 _SEPARATOR = r"\s*,\s*(?:and\s+|or\s+|&\s+)?|\s+(?:and|or|&)\s+"
 """What joins the items of a list a request gives: "Home, Away, Night and Vacation"."""
+_LAST_JOIN = re.compile(r"\b(?:and|or)\b|&")
+"""What joins a list's last item: after it, nothing is of the list."""
 
 
 def whole_enumerations(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -420,11 +422,11 @@ def _extended(request: str, spans: list[tuple[int, int]], words: int, capitalize
             break
         items.insert(0, " ".join(pieces))
         begin = joined.end(1) - len(items[0])
-    ended = len(spans) > 1 and re.search(r"\b(?:and|or)\b|&", request[spans[-2][1] : spans[-1][0]]) is not None
+    ended = len(spans) > 1 and _LAST_JOIN.search(request[spans[-2][1] : spans[-1][0]]) is not None
     while not ended and (joined := after.match(request[end:])) is not None and {_item_kind(joined.group(1))} == kind:
         items.append(joined.group(1))
         end += joined.end(1)
-        ended = re.search(r"\b(?:and|or)\b|&", joined.group(0)[: joined.start(1)]) is not None
+        ended = _LAST_JOIN.search(joined.group(0)[: joined.start(1)]) is not None
     return items
 
 

@@ -95,6 +95,7 @@ def product_words(tools: Iterable[tuple[str, str, str]]) -> dict[str, frozenset[
     its server calls it) and description, with the names of servers called by initials (`initialism_names`);
     servers without any are left out."""
     tools = list(tools)
+    _common_words()  # read here, when a catalog is indexed, not in the first request that names a server
     described: dict[str, list[str]] = {}
     for server, _, description in tools:
         described.setdefault(server, []).append(description)
