@@ -1,7 +1,7 @@
 """The engine's synchronous core, run on the worker thread: one model, one context, sessions as sequences.
 
-Sequence ids: sessions take 0 .. n_seq_max - 4; `n_seq_max - 3` is the re-ranker's (`scoring.py`: a copy of
-the preamble while it scores, so it never takes a client's session); `n_seq_max - 2` holds the preamble once
+Sequence ids: sessions come first; then up to `SCORING_SEQUENCES` for the re-ranker (`scoring.py`: copies of
+the preamble, one a candidate while it scores, so it never takes a client's session); `n_seq_max - 2` holds the preamble once
 (every session starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and compiler's
 scratch.
 """
@@ -30,6 +30,9 @@ from nexus_gateway.errors import EngineError
 
 logger = logging.getLogger(__name__)
 
+SCORING_SEQUENCES = 6
+"""Sequences the re-ranker scores in at once: the default five candidates and the request after no tool."""
+
 
 @dataclass
 class SessionState:
@@ -52,7 +55,7 @@ class Runtime:
     ) -> None:
         if ctx.settings.n_seq_max < 4:
             raise EngineError(
-                "the engine needs n_seq_max >= 4 (one session, the scorer's, the preamble, a scratch sequence)"
+                "the engine needs n_seq_max >= 4 (one session, a scorer's, the preamble, a scratch sequence)"
             )
         self.model, self.ctx, self.model_file = model, ctx, model_file
         self.layout = layout or layout_for(model.info.architecture, model.info.chat_template)
@@ -65,9 +68,11 @@ class Runtime:
         self.anchor = len(self.preamble)
         self.scratch = ctx.settings.n_seq_max - 1
         self.template = ctx.settings.n_seq_max - 2
-        self.scoring = ctx.settings.n_seq_max - 3
+        scorers = max(1, min(SCORING_SEQUENCES, ctx.settings.n_seq_max - 3))
+        self.scoring = tuple(range(self.template - scorers, self.template))
+        """The re-ranker's sequences (after the sessions'): each holds one candidate while a request is scored."""
         self.splicer = Splicer(ctx, self.store, policy, scratch=self.scratch, anchor=self.anchor)
-        self._free = list(range(self.scoring - 1, -1, -1))
+        self._free = self._all_sessions()
         self._sessions: dict[int, SessionState] = {}
         ctx.decode(self.template, self.preamble, 0, logits=False)
 
@@ -77,7 +82,7 @@ class Runtime:
         context = ContextSettings(
             n_ctx=settings.n_ctx,
             n_batch=settings.n_batch,
-            n_seq_max=settings.sessions + 3,
+            n_seq_max=settings.sessions + SCORING_SEQUENCES + 2,
             threads=settings.threads,
             decode_threads=settings.decode_threads,
             flash_attn=settings.flash_attn,
@@ -106,9 +111,13 @@ class Runtime:
     def policy(self) -> SplicePolicy:
         return self.splicer.policy
 
+    def _all_sessions(self) -> list[int]:
+        """Every session's sequence, the one to take first last."""
+        return list(range(self.scoring[0] - 1, -1, -1))
+
     def open_session(self) -> SessionState:
         if not self._free:
-            raise EngineError(f"all {self.scoring} engine sessions are in use; raise nexus.engine.sessions")
+            raise EngineError(f"all {self.scoring[0]} engine sessions are in use; raise nexus.engine.sessions")
         seq = self._free.pop()
         self.ctx.seq_rm(seq)
         self.ctx.seq_cp(self.template, seq)
@@ -252,7 +261,7 @@ class Runtime:
     def reset(self) -> None:
         """Close every session and empty the cache, back to the state right after loading."""
         self._sessions.clear()
-        self._free = list(range(self.scoring - 1, -1, -1))
+        self._free = self._all_sessions()
         self.ctx.clear()
         self.ctx.decode(self.template, self.preamble, 0, logits=False)
 

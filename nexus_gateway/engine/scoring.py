@@ -9,8 +9,9 @@ preamble) and their log-probabilities summed (UPR: Sachan et al. 2022, "Improvin
 with Zero-Shot Question Generation"). The request is the same for every tool, so the sums compare
 directly: the tool under which the model finds the request most likely explains it best. The same
 request after no tool at all is the baseline (`without`): a tool that does not raise the request's
-likelihood above it says nothing for it. Nothing is sampled, so there is no position bias; the sequence is
-closed afterwards and no other session changes.
+likelihood above it says nothing for it. Nothing is sampled, so there is no position bias. The candidates'
+sequences are decoded together (`LlamaContext.decode_all`: one pass over the weights for all of them), emptied
+afterwards, and no session changes.
 
 The tool's part does not depend on the request: with a block store, it is compiled once into a block
 (keyed by its text, like the full schemas' blocks) and spliced at depth 0, which is exact (no shift), so
@@ -75,35 +76,36 @@ def compile_scoring(rt: Runtime, records: Sequence[ToolRecord]) -> int:
 
 
 def request_likelihoods(rt: Runtime, records: Sequence[ToolRecord], query: str) -> Likelihoods:
-    """The summed log-probability of `query`'s tokens after each of `records` (in order), and after none."""
+    """The summed log-probability of `query`'s tokens after each of `records` (in order), and after none: each
+    candidate in a scoring sequence of its own, as many at once as there are (`Runtime.scoring`)."""
     started = time.perf_counter()
     opening, _, closing = rt.layout.request.partition("{query}")
     before = rt.model.tokenize(opening, special=True)
     target = rt.model.tokenize(query.strip()) + rt.model.tokenize(closing, special=True)[:1]
     if not before or not query.strip():
         raise EngineError("query likelihood needs a request and a layout with a user turn before it")
-    seq, tokens = rt.scoring, 0  # its own sequence: scoring never takes a client's session
-    rt.ctx.seq_rm(seq)
-    rt.ctx.seq_cp(rt.template, seq)
-
-    def scored(record: ToolRecord | None) -> float:
-        nonlocal tokens
+    forced = [*before, *target[:-1]]  # the user turn's opening is decoded in the same batch, without its rows
+    candidates: list[ToolRecord | None] = [*records, None]
+    scores: list[float] = []
+    tokens = 0
+    for first in range(0, len(candidates), len(rt.scoring)):
+        group = candidates[first : first + len(rt.scoring)]
+        seqs = rt.scoring[: len(group)]
         try:
-            if record is not None:
-                tokens += _place_tool(rt, seq, record)
-            start = rt.ctx.seq_range(seq)[1] + 1
-            if start + len(before) + len(target) > rt.ctx.n_ctx:
-                raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
-            # the user turn's opening is decoded in the same batch as the request, without its rows
-            rows = rt.ctx.decode_all(seq, [*before, *target[:-1]], start, skip=len(before) - 1)
-            tokens += len(before) + len(target) - 1
-            return float(_log_probs(rows, target).sum())
+            steps = []
+            for seq, record in zip(seqs, group, strict=True):
+                rt.ctx.seq_rm(seq)
+                rt.ctx.seq_cp(rt.template, seq)
+                if record is not None:
+                    tokens += _place_tool(rt, seq, record)
+                start = rt.ctx.seq_range(seq)[1] + 1
+                if start + len(forced) + 1 > rt.ctx.n_ctx:
+                    raise EngineError(f"a tool and the request are more than the context's {rt.ctx.n_ctx} tokens")
+                steps.append((seq, forced, start))
+            rows = rt.ctx.decode_all(steps, skip=len(before) - 1)
+            tokens += len(forced) * len(steps)
+            scores += [float(_log_probs(each, target).sum()) for each in rows]
         finally:
-            rt.ctx.seq_rm(seq, rt.anchor, -1)
-
-    try:
-        per_tool = tuple(scored(record) for record in records)
-        without = scored(None)
-    finally:
-        rt.ctx.seq_rm(seq)
-    return Likelihoods(per_tool, without, len(target), tokens, time.perf_counter() - started)
+            for seq in seqs:
+                rt.ctx.seq_rm(seq)
+    return Likelihoods(tuple(scores[:-1]), scores[-1], len(target), tokens, time.perf_counter() - started)

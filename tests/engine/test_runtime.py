@@ -109,10 +109,10 @@ def test_teacher_forced_rows_match_a_token_by_token_decode_across_batches(fresh:
     """`decode_all` returns one row of logits after every token, in batches of `n_outputs` rows: more tokens
     than one batch holds still give each row what decoding up to that token gives."""
     ctx = fresh.ctx
-    tokens = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X)
+    tokens = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X + TEXT_Y)
     assert len(tokens) > ctx.settings.n_outputs > ctx.settings.n_seq_max
     state = fresh.open_session()
-    rows = ctx.decode_all(state.seq, tokens, state.n_past)
+    (rows,) = ctx.decode_all([(state.seq, tokens, state.n_past)])
     assert rows.shape == (len(tokens), fresh.model.info.n_vocab)
     other = fresh.open_session()
     for i, token in enumerate(tokens):
@@ -129,11 +129,27 @@ def test_rows_skipped_are_decoded_for_their_context_and_the_rest_match_the_full_
     ctx = fresh.ctx
     tokens = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X)
     assert skip < len(tokens) and (skip < ctx.settings.n_outputs or skip > ctx.settings.n_outputs)
-    every = ctx.decode_all(fresh.open_session().seq, tokens, fresh.anchor)
-    rows = ctx.decode_all(fresh.open_session().seq, tokens, fresh.anchor, skip=skip)
+    (every,) = ctx.decode_all([(fresh.open_session().seq, tokens, fresh.anchor)])
+    (rows,) = ctx.decode_all([(fresh.open_session().seq, tokens, fresh.anchor)], skip=skip)
     assert rows.shape == (len(tokens) - skip, fresh.model.info.n_vocab)
     for i, row in enumerate(rows):
         assert np.corrcoef(row, every[skip + i])[0, 1] > 0.999, f"row {skip + i}"
+
+
+def test_steps_of_several_sequences_decoded_together_give_each_the_rows_it_gives_alone(fresh: Runtime):
+    """`decode_all` with a step a sequence: one batch for all (split at `n_outputs` rows), each step's rows those
+    of decoding it alone, whatever the other steps hold."""
+    ctx = fresh.ctx
+    first, second = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X), fresh.model.tokenize(TEXT_Y)
+    assert len(first) + len(second) > ctx.settings.n_outputs
+    seqs = [fresh.open_session().seq for _ in range(2)]
+    together = ctx.decode_all([(seq, toks, fresh.anchor) for seq, toks in zip(seqs, (first, second))], skip=2)
+    assert [rows.shape[0] for rows in together] == [len(first) - 2, len(second) - 2]
+    for seq, toks, rows in zip(seqs, (first, second), together, strict=True):
+        ctx.seq_rm(seq, fresh.anchor, -1)
+        (alone,) = ctx.decode_all([(seq, toks, fresh.anchor)], skip=2)
+        for i, row in enumerate(rows):
+            assert np.corrcoef(row, alone[i])[0, 1] > 0.999, f"row {i + 2}"
 
 
 def test_a_fork_holds_what_its_session_holds_and_closing_it_leaves_the_session_as_it_was(fresh: Runtime):

@@ -101,3 +101,20 @@ def test_scoring_leaves_every_session_as_it_was(gen_runtime: Runtime):
     assert request_likelihoods(gen_runtime, [EMAIL, WEATHER], "weather in Rome").per_tool == pytest.approx(
         scored.per_tool, abs=1e-3
     )
+
+
+def test_more_candidates_than_scoring_sequences_are_scored_in_turns_each_as_it_scores_alone(gen_runtime: Runtime):
+    gen_runtime.reset()
+    query = "What is the weather in Paris?"
+    tools = [
+        ToolRecord.from_tool("", {"name": f"tool_{i}", "description": f"Tool number {i} of a long list."})
+        for i in range(len(gen_runtime.scoring) + 2)
+    ]
+    tools[-1] = WEATHER  # in the last turn
+    scored = request_likelihoods(gen_runtime, tools, query)
+    assert len(scored.per_tool) == len(tools)
+    assert max(range(len(tools)), key=scored.per_tool.__getitem__) == len(tools) - 1
+    for i in (0, len(tools) - 1):
+        alone = request_likelihoods(gen_runtime, [tools[i]], query)
+        assert scored.per_tool[i] == pytest.approx(alone.per_tool[0], abs=1.0)  # batches differ in the last bits
+    assert scored.without == pytest.approx(alone.without, abs=1.0)
