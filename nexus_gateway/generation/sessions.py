@@ -40,6 +40,29 @@ def follows_up(request: str) -> bool:
     return bool(_BACK.search(request))
 
 
+_CUES = frozenset(
+    "a an and are at be by do does for from in is it of on or the this to with me my i you your please what which can "
+    "could would how same again also now then about instead before previous earlier one ok okay there here too that "
+    "those these them so just over let try".split()
+)
+"""Words that say only how a follow-up relates to the last request ("and", "again", "what about", "the same for")."""
+_WORD = re.compile(r"[^\s,;!?()\[\]]+")
+
+
+def only_new_values(request: str) -> bool:
+    """Whether a follow-up (`follows_up`) gives only new values for the last request's task, at most one word of
+    its own beside its cue words, names and values: "and in Tokyo again?", "the same for Berlin", "what about
+    tomorrow?", "now ~/b.txt". Such a request is routed by the request it follows; "what is the weather in Paris
+    again?" and "delete that file" say their task themselves."""
+    own = 0
+    for position, word in enumerate(_WORD.findall(request.strip())):
+        word = word.strip("'\".:")
+        if not word.isalpha() or (position and word[0].isupper()):  # a value: a number, a path, a name
+            continue
+        own += len(word) > 2 and word.lower() not in _CUES
+    return follows_up(request) and own <= 1
+
+
 PENDING_TURNS = 6
 """Turns queued for a session at most (`defer`): requests sent back to back queue theirs until the engine is idle
 (meta/run.py), and a session holds a few turns before it is rebuilt from its latest."""

@@ -30,6 +30,7 @@ import math
 import re
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Hashable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ from nexus_gateway.generation.grounding import (
 from nexus_gateway.generation.paraphrase import ParaphrasedChoices
 from nexus_gateway.generation.plain import plain
 from nexus_gateway.generation.rerank import Reranked, Reranker
-from nexus_gateway.generation.sessions import SessionPool, follows_up
+from nexus_gateway.generation.sessions import SessionPool, follows_up, only_new_values
 from nexus_gateway.meta.warming import BlockWarmer
 from nexus_gateway.routing import gate, operations
 from nexus_gateway.routing.mentions import catalog_products, named_servers, operation_words
@@ -76,6 +77,9 @@ DEFAULT_MIN_SCORE = 0.40
 RESULT_CHARS = 200
 """How much of a result a session keeps in its history."""
 SETTLE_AFTER_S = 1.0
+"""How long no run must have been in progress before a session's queued turns are decoded (`_settle_later`)."""
+REMEMBERED_CLIENTS = 1024
+"""Clients whose last routed request is kept for a follow-up to be routed by (`Runner._asked`)."""
 """How long no run must have been in progress before a session's queued turns are decoded (`_settle_later`)."""
 
 
@@ -216,6 +220,9 @@ class Runner:
         self._starting = anyio.Lock()
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
+        self._asked: OrderedDict[Hashable, str] = OrderedDict()
+        """Each client's last request that reached a tool (called or proposed): what a follow-up that names no
+        operation of its own ("and in Tokyo?", "the same for Berlin") is routed by (`_routed`)."""
 
     @property
     def engine_loaded(self) -> bool:
@@ -301,8 +308,11 @@ class Runner:
         context = str(arguments.get("context") or "").strip()
         query = f"{context}\n{request}" if context else request
         clock = _Clock()
+        key = self._key(client)
+        root = None if context else self._routed(key, request)
+        routed = f"{root} {request}" if root else request
         results = await self.gateway.search(
-            request,
+            routed,
             max(self.settings.search_k, self.settings.rerank_k),
             allows=None if profile.everything else profile.allows,
         )
@@ -311,10 +321,11 @@ class Runner:
             raise NexusError(f"No tool matches {request!r}; try other words, or search_tools.")
         generator, pool = await self._start()
         clock.lap("engine_start")
-        key = self._key(client)
         margin = gate.margin([result.score for result in results])
         shown = round(margin, 4) if math.isfinite(margin) else None
         trace: dict[str, Any] = {"score": results[0].score, "margin": shown, "routing": "automatic", "reranked": False}
+        if root:
+            trace["follows"] = root
         trace["timings_ms"] = clock.laps
         async with (
             pool.attach(key) as client_session,
@@ -324,7 +335,8 @@ class Runner:
             engine_session = fresh or client_session
             trace["history"] = fresh is None  # the fill reads the client's earlier turns
             clock.lap("session")
-            choice = await self._pick(generator, pool, engine_session, query, results, trace, clock)
+            ranked_by = f"{root}\n{query}" if root else query
+            choice = await self._pick(generator, pool, engine_session, query, results, trace, clock, ranked_by=ranked_by)
             choice = self._server_check(query, choice, results, trace)
             choice = self._operation_check(request, choice, results, trace)
             choice = self._close_enough(choice, results, trace)
@@ -339,9 +351,12 @@ class Runner:
                 why = "; ".join(generated.problems) or f"the model's output is not a JSON object: {generated.text!r}"
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
                 return _result(text, {"status": "invalid_arguments", "trace": trace}, error=True)
-            if choice.doubt is not None:
-                return self._doubt(picked, choice, trace)
-            if not self._may_execute(record, profile):
+            self._remember(key, root or request)
+            if choice.doubt is not None or not self._may_execute(record, profile):
+                pool.defer(key, Turn(query, json.dumps(generated.arguments)))  # proposed: a follow-up reads it
+                self._settle_later(pool, key)
+                if choice.doubt is not None:
+                    return self._doubt(picked, choice, trace)
                 return self._proposal(record, generated, trace, asked=profile.auto_execute is False)
             clock.lap("decide")
             called = await self.gateway.call_upstream(record, generated.arguments)
@@ -358,6 +373,20 @@ class Runner:
             "isError": bool(upstream.get("isError")),
         }
 
+    def _routed(self, key: Hashable, request: str) -> str | None:
+        """The client's earlier request a follow-up that gives only new values is routed by (`only_new_values`:
+        "and in Tokyo again?" after "what's the weather in Paris?" is searched as both; "delete that file" is
+        searched as itself and only filled after the history, and so is "delete it": it names its operation)."""
+        if not only_new_values(request) or operations.request_verb(request) is not None:
+            return None
+        return self._asked.get(key)
+
+    def _remember(self, key: Hashable, request: str) -> None:
+        self._asked[key] = request
+        self._asked.move_to_end(key)
+        while len(self._asked) > REMEMBERED_CLIENTS:
+            self._asked.popitem(last=False)
+
     @staticmethod
     def _scratch(pool: SessionPool, request: str, context: str) -> AbstractAsyncContextManager[Session | None]:
         """Where a request that stands alone is filled: a fresh session (`SessionPool.fresh`), not the client's
@@ -373,6 +402,8 @@ class Runner:
         results: list[SearchResult],
         trace: dict[str, Any],
         clock: _Clock,
+        *,
+        ranked_by: str,
     ) -> Choice | None:
         """The best candidate when it is sure (`Candidate.sure`); else another of the best few (re-ranked
         order) that the request grounds (`Candidate.grounded`) and that explains the request: called when
@@ -398,7 +429,8 @@ class Runner:
         the candidates are re-ranked like any request below the gate.
 
         When the ranking is not decisive, the best two are always both filled, so they are filled together
-        (`_fill_pair`): the second in a fork of the session, their decoding steps in one batch."""
+        (`_fill_pair`): the second in a fork of the session, their decoding steps in one batch. The re-ranker
+        reads `ranked_by`: the query, after the earlier request a follow-up is routed by (`_routed`)."""
         filled: dict[str, Candidate] = {}
         began = time.perf_counter()  # the model's work for this request: not the engine's start, not a session's wait
 
@@ -436,7 +468,7 @@ class Runner:
             if first.sure:
                 return Choice(first)
             trace["automatic_doubt"] = first.doubt()
-        reranked = await self.rerank(query, results)
+        reranked = await self.rerank(ranked_by, results)
         clock.lap("rerank")
         trace |= reranked.trace()
         if reranked.choice is None:

@@ -5,7 +5,7 @@ import pytest
 
 from nexus_gateway.engine import Turn
 from nexus_gateway.engine.worker import LocalEngine
-from nexus_gateway.generation.sessions import PENDING_TURNS, SessionPool, follows_up
+from nexus_gateway.generation.sessions import PENDING_TURNS, SessionPool, follows_up, only_new_values
 from tests.engine.conftest import settings
 
 pytestmark = pytest.mark.anyio
@@ -168,3 +168,23 @@ async def test_turns_queued_back_to_back_keep_only_the_latest():
                 pool.defer("a", Turn(f"turn {number}", "{}"))
         await pool.settle("a")
     assert engine.turns == [f"turn {n}" for n in range(3, PENDING_TURNS + 3)]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "values_only"),
+    [
+        ("and in Tokyo again?", True),
+        ("the same for Berlin", True),
+        ("what about tomorrow?", True),
+        ("now ~/notes/b.txt", True),
+        ("same for PROJ-12", True),
+        ("What is the current weather in Paris again?", False),  # says its task itself
+        ("delete that file", False),
+        ("what about the weekly forecast", False),
+        ("what time is it in Paris?", False),  # no follow-up at all
+    ],
+)
+def test_a_follow_up_gives_only_new_values_when_it_says_no_more_than_one_word_of_its_own(
+    request_text: str, values_only: bool
+):
+    assert only_new_values(request_text) is values_only

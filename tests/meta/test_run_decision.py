@@ -500,3 +500,56 @@ async def test_a_sure_decisive_tool_that_leaves_out_some_of_the_requests_values_
     engine = Engine({"excel__read_range": -5.0, "excel__describe_sheet": -30.0})
     structured = await run(core, Generator(plain, {}), engine, request)
     assert core.called == [("excel__read_range", plain["excel__read_range"])], structured
+
+
+class RecordingEngine(Engine):
+    """An `Engine` that keeps the turns decoded into its sessions."""
+
+    def __init__(self, likelihoods: Mapping[str, float]) -> None:
+        super().__init__(likelihoods)
+        self.turns: list[Turn] = []
+
+    async def append_turn(self, session: Session, turn: Turn, *, max_depth: int) -> None:
+        self.turns.append(turn)
+
+
+class SearchLog(Core):
+    """A `Core` that keeps what each search read."""
+
+    def __init__(self, ranked: Sequence[tuple[str, float]]) -> None:
+        super().__init__(ranked)
+        self.searched: list[str] = []
+
+    async def search(self, query: str, k: int | None = None, *, allows: Any = None) -> list[SearchResult]:
+        self.searched.append(query)
+        return await super().search(query, k, allows=allows)
+
+
+async def test_a_follow_up_naming_no_operation_is_routed_by_the_last_request_even_one_only_proposed():
+    """"and in Tokyo again?" after a proposal: the proposal leaves a turn (arguments, no result) that the
+    follow-up is filled after, and the follow-up is searched with the request it follows; "delete that file"
+    names its own operation and is searched as itself."""
+    from nexus_gateway.config.profiles import Profile
+
+    core = SearchLog([("time__get_current_time", 0.5), ("browser__wait_for", 0.49)])
+    generator = Generator({"time__get_current_time": {"timezone": "Europe/Paris"}, **CATCH_ALL}, {})
+    engine = RecordingEngine({"time__get_current_time": -10.0, "browser__wait_for": -20.0})
+    runner = Runner(core)  # type: ignore[arg-type]
+    runner._generator = generator  # type: ignore[assignment]
+    runner._pool = SessionPool(engine, 2)  # type: ignore[arg-type]
+    runner._reranker = Reranker(engine, k=3)  # type: ignore[arg-type]
+    asking = Profile("asking", auto_execute=False)
+    host = object.__new__(type("Host", (), {}))  # one client: weak-referenceable
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            core._group = group
+            first = await runner.run({"request": PARIS}, host, profile=asking)
+            generator.plain = {"time__get_current_time": {"timezone": "Asia/Tokyo"}, **CATCH_ALL}
+            again = await runner.run({"request": "and in Tokyo again?"}, host, profile=asking)
+            await runner.run({"request": "delete that file"}, host, profile=asking)
+            other = await runner.run({"request": "and in Lima?"}, object.__new__(type("Other", (), {})))
+    assert [r.structured_content["status"] for r in (first, again)] == ["proposed", "proposed"]  # type: ignore[union-attr]
+    assert core.searched == [PARIS, f"{PARIS} and in Tokyo again?", "delete that file", "and in Lima?"]
+    assert again.structured_content["trace"]["follows"] == PARIS  # type: ignore[union-attr]
+    assert "follows" not in other.structured_content["trace"]  # type: ignore[union-attr]
+    assert engine.turns[0] == Turn(PARIS, json.dumps({"timezone": "Europe/Paris"}))  # the proposal, no result
