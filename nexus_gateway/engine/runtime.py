@@ -1,9 +1,9 @@
 """The engine's synchronous core, run on the worker thread: one model, one context, sessions as sequences.
 
 Sequence ids: sessions come first; then up to `SCORING_SEQUENCES` for the re-ranker (`scoring.py`: copies of
-the preamble, one a candidate while it scores, so it never takes a client's session); `n_seq_max - 2` holds the preamble once
-(every session starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and compiler's
-scratch.
+the preamble, one a candidate while it scores, so it never takes a client's session); `n_seq_max - 2` holds the
+preamble once (every session starts as a copy of it, sharing its cells); `n_seq_max - 1` is the splicer's and
+compiler's scratch.
 """
 
 from __future__ import annotations

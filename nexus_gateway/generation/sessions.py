@@ -41,9 +41,11 @@ def follows_up(request: str) -> bool:
 
 
 _CUES = frozenset(
-    "a an and are at be by do does for from in is it of on or the this to with me my i you your please what which can "
-    "could would how same again also now then about instead before previous earlier one ok okay there here too that "
-    "those these them so just over let try".split()
+    (  # noqa: SIM905 (a word list reads better as words)
+        "a an and are at be by do does for from in is it of on or the this to with me my i you your please what which "
+        "can could would how same again also now then about instead before previous earlier one ok okay there here too "
+        "that those these them so just over let try"
+    ).split()
 )
 """Words that say only how a follow-up relates to the last request ("and", "again", "what about", "the same for")."""
 _WORD = re.compile(r"[^\s,;!?()\[\]]+")

@@ -336,7 +336,9 @@ class Runner:
             trace["history"] = fresh is None  # the fill reads the client's earlier turns
             clock.lap("session")
             ranked_by = f"{root}\n{query}" if root else query
-            choice = await self._pick(generator, pool, engine_session, query, results, trace, clock, ranked_by=ranked_by)
+            choice = await self._pick(
+                generator, pool, engine_session, query, results, trace, clock, ranked_by=ranked_by
+            )
             choice = self._server_check(query, choice, results, trace)
             choice = self._operation_check(request, choice, results, trace)
             choice = self._close_enough(choice, results, trace)

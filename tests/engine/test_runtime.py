@@ -143,7 +143,9 @@ def test_steps_of_several_sequences_decoded_together_give_each_the_rows_it_gives
     first, second = fresh.model.tokenize(TEXT_X + TEXT_Y + TEXT_X), fresh.model.tokenize(TEXT_Y)
     assert len(first) + len(second) > ctx.settings.n_outputs
     seqs = [fresh.open_session().seq for _ in range(2)]
-    together = ctx.decode_all([(seq, toks, fresh.anchor) for seq, toks in zip(seqs, (first, second))], skip=2)
+    together = ctx.decode_all(
+        [(seq, toks, fresh.anchor) for seq, toks in zip(seqs, (first, second), strict=True)], skip=2
+    )
     assert [rows.shape[0] for rows in together] == [len(first) - 2, len(second) - 2]
     for seq, toks, rows in zip(seqs, (first, second), together, strict=True):
         ctx.seq_rm(seq, fresh.anchor, -1)

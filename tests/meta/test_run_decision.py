@@ -526,7 +526,7 @@ class SearchLog(Core):
 
 
 async def test_a_follow_up_naming_no_operation_is_routed_by_the_last_request_even_one_only_proposed():
-    """"and in Tokyo again?" after a proposal: the proposal leaves a turn (arguments, no result) that the
+    """ "and in Tokyo again?" after a proposal: the proposal leaves a turn (arguments, no result) that the
     follow-up is filled after, and the follow-up is searched with the request it follows; "delete that file"
     names its own operation and is searched as itself."""
     from nexus_gateway.config.profiles import Profile
