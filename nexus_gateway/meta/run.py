@@ -80,7 +80,6 @@ SETTLE_AFTER_S = 1.0
 """How long no run must have been in progress before a session's queued turns are decoded (`_settle_later`)."""
 REMEMBERED_CLIENTS = 1024
 """Clients whose last routed request is kept for a follow-up to be routed by (`Runner._asked`)."""
-"""How long no run must have been in progress before a session's queued turns are decoded (`_settle_later`)."""
 
 
 def _text(content: list[dict[str, Any]]) -> str:
