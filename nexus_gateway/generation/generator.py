@@ -70,7 +70,6 @@ from nexus_gateway.generation.stated import (
     unstated_choices,
     whole_enumerations,
     whole_lists,
-    without_own_noun,
 )
 
 logger = logging.getLogger(__name__)
@@ -433,8 +432,7 @@ def _grounded(
     kept = in_asked_form(query, schema, {name: value for name, value in arguments.items() if name not in dropped})
     echoed = tuple(quantity_echoes(query, schema, kept))
     kept = {name: value for name, value in kept.items() if name not in echoed}
-    kept = without_own_noun(query, schema, split_slugs(query, schema, topic_only(schema, kept)))
-    return composed_paths(query, schema, kept), dropped + echoed
+    return composed_paths(query, schema, split_slugs(query, schema, topic_only(schema, kept))), dropped + echoed
 
 
 def _mended(schema: dict[str, Any], arguments: dict[str, Any], steps: list[str]) -> tuple[dict[str, Any], list[str]]:

@@ -867,35 +867,6 @@ def _placed(name: str, value: str, request: str) -> bool:
     return False
 
 
-_TEXT_NAMES = frozenset(
-    (  # noqa: SIM905 (a word list reads better as words)
-        "title summary description body text message content comment note notes query prompt label subject"
-    ).split()
-)
-"""Parameter names of text a user writes: a value ending in the name's word ("Change the title") is kept."""
-
-
-def without_own_noun(request: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """`arguments` with a short free-text value that ends in its parameter's own noun, lower case, cut to what
-    names it: `service` "auth service" -> "auth", `branch` "the main branch" -> "main", `project_key` "MOBILE
-    project" -> "MOBILE". The noun says which parameter the words go to, not what the value is; a name written
-    capitalized ("New York City" for `city`) and text a user writes (a title, a message) are kept."""
-    properties = _mapping(schema, "properties")
-    fixed = dict(arguments)
-    for name, value in arguments.items():
-        spec = properties.get(name)
-        nouns = [word for word in _words(name) if word not in _GENERIC | {"name", "id", "key"}]
-        if not isinstance(value, str) or not _free(spec) or not nouns or set(_words(name)) & _TEXT_NAMES:
-            continue
-        words = value.split()
-        if not 2 <= len(words) <= 4 or words[-1] not in (nouns[-1], nouns[-1] + "s"):
-            continue
-        kept = " ".join(words[1:-1] if words[0].lower() == "the" else words[:-1])
-        if kept and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", request):
-            fixed[name] = kept
-    return fixed
-
-
 _SOURCE_WORDS = frozenset({"origin", "origins", "source", "from", "start", "departure", "src"})
 _TARGET_WORDS = frozenset({"destination", "destinations", "target", "to", "end", "arrival", "dest", "dst"})
 _FROM_TO = re.compile(r"\bfrom\s+(?P<source>.+?)\s+to\s+(?P<target>.+?)(?=$|[?.!,;]|\s+(?:and|by|in|on|at|with|via)\b)")

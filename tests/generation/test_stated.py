@@ -1,7 +1,5 @@
 """Choices checked against what the request states (stated.py). No model."""
 
-import pytest
-
 from nexus_gateway.generation.stated import (
     composed_paths,
     day_lists,
@@ -18,7 +16,6 @@ from nexus_gateway.generation.stated import (
     unstatable,
     unstated_choices,
     whole_lists,
-    without_own_noun,
 )
 
 THERMOSTAT = {
@@ -511,21 +508,3 @@ def test_a_list_that_ends_with_and_is_whole_and_items_of_another_kind_are_not_of
     assert whole_enumerations(invited, schema, {"to": ["bob@y.io", "cy@z.io"]}) == {
         "to": ["ana@x.io", "bob@y.io", "cy@z.io"]
     }
-
-
-@pytest.mark.parametrize(
-    ("request_text", "name", "value", "kept"),
-    [
-        ("metrics for the auth service", "service", "auth service", "auth"),
-        ("merge it into the main branch", "branch", "the main branch", "main"),
-        ("new version in the MOBILE project", "project_key", "MOBILE project", "MOBILE"),
-        ("weather in New York City", "city", "New York City", "New York City"),  # a name, capitalized
-        ("set the title to Fix the title", "title", "Fix the title", "Fix the title"),  # text a user writes
-        ("list pods in payments", "namespace", "payments", "payments"),
-    ],
-)
-def test_a_value_ending_in_its_parameters_own_noun_is_cut_to_what_names_it(
-    request_text: str, name: str, value: str, kept: str
-):
-    schema = {"type": "object", "properties": {name: {"type": "string"}}}
-    assert without_own_noun(request_text, schema, {name: value}) == {name: kept}
