@@ -4,7 +4,8 @@ The daemon's Unix-socket front (server/unix.py) serves each `nexus-gateway conne
 its own; before the MCP stream starts, the shim names the profile it was launched with. The front sets a
 `ClientIdentity` for everything that connection runs (`serving_as`), so any handler can ask who it serves
 (`current_client()`): `run` keys its engine session by it (one per host, in both protocol eras), and a
-per-profile filter can read `profile`. Fronts that set none (plain `serve`, in-memory clients) answer None.
+per-profile filter can read `profile`. `serve` over stdio serves one host, and sets its identity for every
+request; fronts that set none (HTTP, in-memory clients) answer None, and `run` keys by the connection.
 
 Identities compare by object, never by value: two hosts with the same profile are two clients.
 """

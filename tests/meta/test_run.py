@@ -96,3 +96,20 @@ async def test_run_calls_a_tool_that_is_not_read_only_only_when_the_config_allow
     else:
         assert structured["status"] == "proposed" and structured["call"]["name"] == "notes__create_note"
         assert "call_tool" in text_of(result) and "Groceries" not in text_of(found)  # nothing was created
+
+
+async def test_over_stdio_in_the_modern_era_a_follow_up_is_the_same_hosts_and_routed_by_its_last_request(
+    tmp_path: Path,
+):
+    """Each modern-era request comes on a connection of its own; a stdio gateway serves one host, so both runs
+    share its engine session, and "and in Paris?" is routed by the request it follows."""
+    config = write_config(tmp_path, {"time": TIME}, mode="routed")
+    with anyio.fail_after(240):
+        async with Client(gateway_params(config), mode="auto", cache=None) as client:
+            first = await client.call_tool("run", {"request": "what time is it in Tokyo?"})
+            again = await client.call_tool("run", {"request": "and in Paris?"})
+    assert first.structured_content is not None and again.structured_content is not None, text_of(again)
+    before, after = first.structured_content["trace"], again.structured_content["trace"]
+    assert after["follows"] == "what time is it in Tokyo?" and after["history"], after
+    assert after["session"] == before["session"], (before, after)
+    assert after["tool"] == "time__get_current_time" and after["arguments"] == {"timezone": "Europe/Paris"}, after
