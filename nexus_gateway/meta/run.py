@@ -353,11 +353,9 @@ class Runner:
                 text = f"Could not fill the arguments of {record.name}: {why}. Use call_tool with your own."
                 return _result(text, {"status": "invalid_arguments", "trace": trace}, error=True)
             self._remember(key, root or request)
-            if choice.doubt is not None or not self._may_execute(record, profile):
-                pool.defer(key, Turn(query, json.dumps(generated.arguments)))  # proposed: a follow-up reads it
-                self._settle_later(pool, key)
-                if choice.doubt is not None:
-                    return self._doubt(picked, choice, trace)
+            if choice.doubt is not None:
+                return self._doubt(picked, choice, trace)
+            if not self._may_execute(record, profile):
                 return self._proposal(record, generated, trace, asked=profile.auto_execute is False)
             clock.lap("decide")
             called = await self.gateway.call_upstream(record, generated.arguments)

@@ -552,4 +552,4 @@ async def test_a_follow_up_naming_no_operation_is_routed_by_the_last_request_eve
     assert core.searched == [PARIS, f"{PARIS} and in Tokyo again?", "delete that file", "and in Lima?"]
     assert again.structured_content["trace"]["follows"] == PARIS  # type: ignore[union-attr]
     assert "follows" not in other.structured_content["trace"]  # type: ignore[union-attr]
-    assert engine.turns[0] == Turn(PARIS, json.dumps({"timezone": "Europe/Paris"}))  # the proposal, no result
+    assert engine.turns == [], engine.turns
