@@ -56,13 +56,15 @@ def only_new_values(request: str) -> bool:
     its own beside its cue words, names and values: "and in Tokyo again?", "the same for Berlin", "what about
     tomorrow?", "now ~/b.txt". Such a request is routed by the request it follows; "what is the weather in Paris
     again?" and "delete that file" say their task themselves."""
+    if not follows_up(request):
+        return False
     own = 0
     for position, word in enumerate(_WORD.findall(request.strip())):
         word = word.strip("'\".:")
         if not word.isalpha() or (position and word[0].isupper()):  # a value: a number, a path, a name
             continue
         own += len(word) > 2 and word.lower() not in _CUES
-    return follows_up(request) and own <= 1
+    return own <= 1
 
 
 PENDING_TURNS = 6
