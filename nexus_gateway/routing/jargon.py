@@ -113,6 +113,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
         r"\b(?:turn|switch)\s+(?:on|off)\b|\bthe lights?\b|\blamps?\b|\bthermostat\b|\bgarage door\b",
         "device entity state",
     ),
+    (r"\bhow many\b", "count"),
     (r"\bstats\b", "statistics"),
     (r"\brn\b|\bright now\b", "current"),
     (r"\b(?:if|when) it'?s\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?\b.{0,60}\bwhat time\b", "convert time"),

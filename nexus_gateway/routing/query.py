@@ -52,6 +52,14 @@ _PAYLOAD = re.compile(r"^(?P<head>[^:]*?\S):\s+(?P<body>\S+\s+\S.*)$", re.DOTALL
 """An instruction, a colon, then what it gives: "save this as notes.txt: Hi all, ...", "create a jira ticket in WEB:
 checkout page times out"."""
 _PAYLOAD_CUE = re.compile(r"\b(?:saying|says|reading|reads|text|message|body|content|note)$", re.IGNORECASE)
+_TOPIC = re.compile(
+    r"^(?P<head>(?:[^,;]*[,;]\s*)?(?:(?:please|can|could|would|will)\s+(?:you\s+)?)?(?:search|look\s+up)\s+(?!(?:for|about|on)\b)(?P<object>\S.*?)"
+    r"\s+(?:for|about|on))\s+(?P<topic>\S.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A search with its place named before its topic: "search the web for <topic>", "search confluence for <topic>",
+"look up tavily for <topic>" ("find ... for" is not read: "find the office address for a company" names the
+thing sought last)."""
 _FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,5})$")
 _NOT_FILE = frozenset({"com", "org", "net", "io", "dev", "ai", "app", "co", "uk", "de", "fr", "eu", "gov", "edu"})
@@ -107,10 +115,22 @@ def _without_payload(request: str) -> str:
     return head if request_verb(head) is not None or _PAYLOAD_CUE.search(head) else request
 
 
+def _without_topic(request: str) -> str:
+    """`request` without the topic of a search whose place or object is named before it ("search duckduckgo for
+    kubernetes 1.33 release notes" reads "search duckduckgo for"): the topic is the query a tool is given, and its
+    words pull tools about them (`kubernetes` a Kubernetes server's tools, "mechanical keyboards" a browser's
+    key presses). A search that names nothing before its topic ("search for flights to Rome") is kept whole: its
+    topic is all that says what is sought."""
+    match = _TOPIC.match(request.strip())
+    if match is None or len(match.group("object").split()) > 4:
+        return request
+    return match.group("head")
+
+
 def values_by_kind(request: str) -> str:
     """`request` with its quoted spans and a payload after a colon left out and its URLs, e-mail addresses,
     paths and file names replaced by their kind (see above); the request itself when it holds none."""
-    text = _QUOTED.sub(" ", _without_payload(request))
+    text = _QUOTED.sub(" ", _without_topic(_without_payload(request)))
     if len(text.split()) < 3:  # the request is mostly its quote ("search for '...'"): read it all
         text = request
     text = _URL.sub(" url ", text)

@@ -34,6 +34,11 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         ("create a jira ticket in project WEB: checkout page times out", "create a jira ticket in project WEB"),
         ("on slack, reply in thread 1733312345.000200: on it", "on slack, reply in thread 1733312345.000200"),
         ("email ann, subject Lunch, saying: see you at noon", "email ann, subject Lunch, saying"),
+        # A search whose place is named before its topic: the topic is the query given.
+        ("search the web for the best budget mechanical keyboards", "search the web for"),
+        ("search duckduckgo for kubernetes 1.33 release notes", "search duckduckgo for"),
+        ("please search confluence about the onboarding checklist", "please search confluence about"),
+        ("with tavily, look up recent news on the EU AI act", "with tavily, look up recent news on"),
     ],
 )
 def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
@@ -54,6 +59,10 @@ def test_values_are_named_by_their_kind(request_text: str, routed: str) -> None:
         "k8s: list pods in the payments namespace",
         "search for: react hooks",  # the payload is most of it: read all
         "react with :tada: to the message in C01ABCD",
+        "search for flights to Rome on Friday",  # nothing named before the topic: the topic says what is sought
+        "can you search for studies on the effects of vaccines",
+        "find information about the Immigration Act",  # "find X about Y" names the thing sought last
+        "what are the top search queries on Google today",  # "search" as a noun
     ],
 )
 def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_text: str) -> None:
@@ -82,6 +91,7 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
         ("list the open issues on octo/app", "list"),  # "open issues": a state, not an issue opened
         ("close issue 34 in octo/app", "update state"),
         ("reopen the PR", "pull request update state"),
+        ("in mongodb, how many orders are still pending?", "count"),
     ],
 )
 def test_shorthand_reads_also_in_the_documentations_words(request_text: str, added: str) -> None:
