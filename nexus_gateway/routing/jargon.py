@@ -87,6 +87,16 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bon my (?:calendar|schedule)\b|\bagenda\b", "calendar events"),
     (r"\bto-?dos?\b", "task"),
     (r"\bpics?\b|\bpictures?\b|\bphotos?\b", "image"),
+    (
+        r"\b(?:make|draw|paint|create|generate|render)\b(?:\s+\S+){0,4}?\s+"
+        r"(?:pic|picture|image|drawing|illustration|painting|artwork|photo)s?\s+of\b",
+        "generate",
+    ),
+    (
+        r"\b(?:make|create|generate|build|write|put\s+together)\b(?:\s+\S+){0,4}?\s+"
+        r"(?:presentation|power ?point|deck|slideshow|slides)\s+(?:on|about)\b",
+        "generate topic",
+    ),
     (r"\bdocs\b(?!\.\w)", "documentation"),
     (r"\bspreadsheets?\b", "sheet"),
     (r"\bpower ?points?\b|\bdecks?\b|\bslideshows?\b", "presentation"),
@@ -102,6 +112,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bremember\b|\bmake a note that\b", "memory knowledge graph"),
     (r"\bforget\s+(?:about|everything|all|that|what)\b", "memory delete"),
     (r"\blook\s+up\b", "search"),
+    (r"\b(?:what do you|anything you|what you)\s+(?:know|remember)\s+about\b|\banything about\b", "search"),
     (r"\bwho won\b|\bcurrent events\b", "web search"),
     (
         r"\bthink\b.*\bstep[- ]by[- ]step\b|\bthink (?:it |this )?through\b|\breason through\b",

@@ -104,7 +104,12 @@ def test_shorthand_reads_also_in_the_documentations_words(request_text: str, add
     [
         ("who last touched each line of src/auth/session.py?", "blame history"),
         ("roll back the payments deployment in prod", "rollback undo rollout"),
-        ("make a 6-slide powerpoint on our Q2 results", "presentation"),
+        ("make a 6-slide powerpoint on our Q2 results", "generate topic presentation"),
+        ("make me a watercolor picture of a red fox", "image generate"),
+        ("what do you remember about Project Falcon?", "memory knowledge graph search"),
+        ("forget everything you know about Project Falcon", "memory delete"),
+        ("add a picture to the report", "image"),  # no picture of a subject: nothing to generate
+        ("open the deck about Q3", "presentation"),
         ("log 2h on PROJ-88, note: fixed flaky login test", "worklog time spent"),
         ("move PROJ-123 to In Progress in jira", "transition status"),
         ("give me bibtex for 1706.03762", "citation export"),
