@@ -70,6 +70,11 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bls\b", "list directory"),
     (r"\bgrep\b", "search text content"),
     (r"\bkill\b", "terminate stop"),
+    (
+        r"\b(?:run|execute|kick\s+off)\s+(?:`|command\b|(?:npm|npx|yarn|pnpm|pip|pytest|python3?|node|make|cargo|go|"
+        r"docker|df|du|ps|top|bash|sh|curl|wget|tar|ping|uptime|whoami|ls|cat|tail|head)\b)",
+        "command terminal process",
+    ),
     (r"\bspin\s+up\b", "create start"),
     (r"\btear\s+down\b", "delete"),
     (r"\bconfig\b", "configuration"),

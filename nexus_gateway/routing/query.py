@@ -48,6 +48,10 @@ _QUOTED = re.compile(
     r"(?<![\w])'[^']{2,}'(?![\w])|\"[^\"]{2,}\"|`[^`]{2,}`|\u201c[^\u201d]{2,}\u201d|\u2018[^\u2019]{2,}\u2019"
 )
 """A quoted span: a title, a message, a command, a search string. Its words are the value, not the operation."""
+_COMMAND = re.compile(r"\b(run|execute|kick\s+off|start)\s+`[^`]{2,}`", re.IGNORECASE)
+"""A command in backticks, run: "run `npm test`"."""
+_COORDINATES = re.compile(r"(?<![\w.])[-+]?\d{1,3}\.\d+\s*[,;/ ]\s*[-+]?\d{1,3}\.\d+(?![\w.])")
+"""A latitude and a longitude: `48.8584, 2.2945`."""
 _PAYLOAD = re.compile(r"^(?P<head>[^:]*?\S):\s+(?P<body>\S+\s+\S.*)$", re.DOTALL)
 """An instruction, a colon, then what it gives: "save this as notes.txt: Hi all, ...", "create a jira ticket in WEB:
 checkout page times out"."""
@@ -130,10 +134,12 @@ def _without_topic(request: str) -> str:
 def values_by_kind(request: str) -> str:
     """`request` with its quoted spans and a payload after a colon left out and its URLs, e-mail addresses,
     paths and file names replaced by their kind (see above); the request itself when it holds none."""
-    text = _QUOTED.sub(" ", _without_topic(_without_payload(request)))
+    text = _COMMAND.sub(r"\1 command ", _without_topic(_without_payload(request)))
+    text = _QUOTED.sub(" ", text)
     if len(text.split()) < 3:  # the request is mostly its quote ("search for '...'"): read it all
         text = request
     text = _URL.sub(" url ", text)
+    text = _COORDINATES.sub(" latitude longitude location ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _PATH.sub(lambda match: _path_kind(match.group(0)), text)
     text = _FILE_NAME.sub(_file_name, text)

@@ -27,13 +27,17 @@ from nexus_gateway.routing.query import routing_text, values_by_kind
         ("what's in /srv/app/", "what's in folder"),
         ("what's the status of PROJ-1423?", "what's the status of issue ?"),
         ("file a bug in MOB: 'Login button unresponsive on Android 14'", "file a bug in MOB:"),
-        ("kick off `npm run build` in a terminal", "kick off in a terminal"),
+        ("kick off `npm run build` in a terminal", "kick off command in a terminal"),
         ('search for "rust async runtimes"', 'search for "rust async runtimes"'),  # mostly its quote: kept
         ("log 2h on ENG-88, flaky tests", "log 2h on issue , flaky tests"),
         ("save this as ~/drafts/intro.txt: Hi all, I joined the data team", "save this as file txt"),
         ("create a jira ticket in project WEB: checkout page times out", "create a jira ticket in project WEB"),
         ("on slack, reply in thread 1733312345.000200: on it", "on slack, reply in thread 1733312345.000200"),
         ("email ann, subject Lunch, saying: see you at noon", "email ann, subject Lunch, saying"),
+        ("run `npm test` in ~/web", "run command in folder"),  # a command run: its kind, not its words
+        ("in config.yaml swap `port: 8080` for `port: 9090`", "in file yaml swap for"),
+        ("what address is at 48.8584, 2.2945", "what address is at latitude longitude location"),
+        ("what's at -33.8568,151.2153?", "what's at latitude longitude location ?"),
         # A search whose place is named before its topic: the topic is the query given.
         ("search the web for the best budget mechanical keyboards", "search the web for"),
         ("search duckduckgo for kubernetes 1.33 release notes", "search duckduckgo for"),
@@ -116,6 +120,9 @@ def test_shorthand_reads_also_in_the_documentations_words(request_text: str, add
         ("sqlite: what columns does the customers table have?", "describe table schema"),
         ("gimme the lat/long for 1600 Amphitheatre Pkwy", "coordinates geocode"),
         ("if it's 3pm in New York, what time is that in Berlin?", "convert time"),
+        ("run npm test in the web folder", "directory command terminal process"),
+        ("desktop commander: run df -h", "command terminal process"),
+        ("run git status in the shop repo", "repository"),  # git has tools of its own
         ("move the draft to the archive", ""),  # a place, not a workflow status
         ("show the git log of the api", ""),  # a log, no hours spent
         ("what time is it in Berlin?", ""),  # no time given to convert
