@@ -115,6 +115,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\blat(?:itude)?\s*/\s*(?:long?|lng)(?:itude)?\b|\blatitude and longitude\b", "coordinates geocode"),
     # Memory, search, reasoning, arithmetic, devices.
     (r"\bremember\b|\bmake a note that\b", "memory knowledge graph"),
+    (r"\b(?:remember|make a note|note down|keep in mind)\s+that\b", "create"),
     (r"\bforget\s+(?:about|everything|all|that|what)\b", "memory delete"),
     (r"\blook\s+up\b", "search"),
     (r"\b(?:what do you|anything you|what you)\s+(?:know|remember)\s+about\b|\banything about\b", "search"),

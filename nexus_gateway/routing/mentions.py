@@ -223,12 +223,23 @@ BFCL-style held-out set, whose tools have no server, an everyday word naming a d
 until everyday words were left out."""
 
 
+FEW_TOOLS, FEW_TOOLS_FACTOR = 3, 2.0
+"""A server named outright that has `FEW_TOOLS` tools or fewer is named almost as a tool is: its bonus counts
+`FEW_TOOLS_FACTOR` times more ("in postgres, how many users signed up in November?" names the server's one tool,
+`query`, "Run a read-only SQL query", which shares no word with the request: users, signups and months pulled
+other servers' tools above it). Chosen 2026-12-08 on the read everyday sets at 843 tools (factor 2, 3 and 5 alike;
+at most 1, 2 or 3 tools: 2, 2 and 3 cases up, none down); MetaTool and Seal-Tools unchanged."""
+
+
 def mention_bonus(
     request: str, servers: Sequence[str] | np.ndarray, products: Products | None = None, bonus: float = MENTION_BONUS
 ) -> np.ndarray:
     """`bonus` for each tool (by its server, `servers[i]`) of a server `request` names, 0 for the others; twice
-    that (`SOLE_MENTION_FACTOR`) when it names one server only, by a word of its own."""
+    that (`SOLE_MENTION_FACTOR`) when it names one server only, by a word of its own, and twice that again when that
+    server has few tools (`FEW_TOOLS`)."""
     named = naming_words(request, set(servers), products)
     if len(named) == 1 and any(_names_outright(request, word) for word in next(iter(named.values()))):
         bonus *= SOLE_MENTION_FACTOR
+        if sum(1 for server in servers if server in named) <= FEW_TOOLS:
+            bonus *= FEW_TOOLS_FACTOR
     return np.array([bonus if server in named else 0.0 for server in servers], dtype=np.float64)

@@ -9,6 +9,8 @@ from nexus_gateway.catalog import ToolRecord
 from nexus_gateway.routing.embedders import make_embedder
 from nexus_gateway.routing.hybrid import HybridRetriever
 from nexus_gateway.routing.mentions import (
+    FEW_TOOLS,
+    FEW_TOOLS_FACTOR,
     MENTION_BONUS,
     SOLE_MENTION_FACTOR,
     initialism_names,
@@ -97,18 +99,28 @@ def test_a_request_names_a_server_by_a_product_it_serves():
     assert named_servers(request, servers, products) == {"py-atlassian"}
     assert named_servers(request, servers) == set()  # without the products, as before
     assert named_servers("close the browser", servers, products) == set()
-    bonus = mention_bonus("in jira, move PROJ-7 to Done", ["py-atlassian", "npm-kubernetes"], products)
-    assert bonus.tolist() == [SOLE_MENTION_FACTOR * MENTION_BONUS, 0.0]
+    bonus = mention_bonus("in jira, move PROJ-7 to Done", ["py-atlassian"] * 4 + ["npm-kubernetes"], products)
+    assert bonus.tolist() == [SOLE_MENTION_FACTOR * MENTION_BONUS] * 4 + [0.0]
 
 
 def test_the_bonus_goes_to_every_tool_of_a_named_server_and_no_other():
-    servers = ["npm-github", "npm-gitlab", "npm-github", "py-git"]
+    servers = ["npm-github", "npm-gitlab", "npm-github", "py-git", "npm-github", "npm-github"]
     bonus = mention_bonus("file a bug on github octo/app: login fails", servers)
     sole = SOLE_MENTION_FACTOR * MENTION_BONUS  # the only server named counts for more
-    assert bonus.tolist() == [sole, 0.0, sole, 0.0]
+    assert bonus.tolist() == [sole, 0.0, sole, 0.0, sole, sole]
     both = mention_bonus("copy the issue from gitlab to github", servers)
-    assert both.tolist() == [MENTION_BONUS, MENTION_BONUS, MENTION_BONUS, 0.0]
+    assert both.tolist() == [MENTION_BONUS, MENTION_BONUS, MENTION_BONUS, 0.0, MENTION_BONUS, MENTION_BONUS]
     assert not mention_bonus("read the file /tmp/github/notes.txt", servers).any()  # a path names no server
+
+
+def test_a_server_with_few_tools_named_outright_counts_almost_as_its_tool_named():
+    """ "in postgres, ..." names a server whose one tool (`query`) shares no word with the rest of the request."""
+    servers = ["npm-postgres"] + ["npm-sentry"] * 5
+    bonus = mention_bonus("in postgres, how many users signed up in November?", servers)
+    assert bonus.tolist() == [FEW_TOOLS_FACTOR * SOLE_MENTION_FACTOR * MENTION_BONUS] + [0.0] * 5
+    many = mention_bonus("in sentry, list the unresolved issues", servers)  # five tools: no more than a sole mention
+    assert many.tolist() == [0.0] + [SOLE_MENTION_FACTOR * MENTION_BONUS] * 5
+    assert FEW_TOOLS < 5
 
 
 def test_a_named_server_decides_between_equal_tools_and_reaches_tools_retrieval_missed(monkeypatch):
@@ -162,9 +174,15 @@ def test_a_server_named_by_initials_is_named_by_what_its_tools_call_it():
 
 def test_only_a_server_named_by_a_name_of_its_own_or_as_a_service_counts_twice():
     servers = ["py-time", "npm-slack", "npm-postgres", "weather"]
+    servers += ["npm-slack", "npm-postgres", "npm-slack", "npm-postgres", "npm-slack", "npm-postgres"]  # 4 tools each
     sole = SOLE_MENTION_FACTOR * MENTION_BONUS
-    assert mention_bonus("in postgres, how many users signed up?", servers).tolist() == [0, 0, sole, 0]
-    assert mention_bonus("what time is it in Lima?", servers).tolist() == [MENTION_BONUS, 0, 0, 0]  # an everyday word
-    assert mention_bonus("post 'done' in slack", servers).tolist() == [0, sole, 0, 0]  # said as a service is
-    assert mention_bonus("slack: post 'done' to #ops", servers).tolist() == [0, sole, 0, 0]
-    assert mention_bonus("cut me some slack, post 'late'", servers).tolist() == [0, MENTION_BONUS, 0, 0]
+
+    def said(bonus: float, *servers_named: str) -> list[float]:
+        return [bonus if server in servers_named else 0.0 for server in servers]
+
+    assert mention_bonus("in postgres, how many users signed up?", servers).tolist() == said(sole, "npm-postgres")
+    everyday = mention_bonus("what time is it in Lima?", servers)  # an everyday word
+    assert everyday.tolist() == said(MENTION_BONUS, "py-time")
+    assert mention_bonus("post 'done' in slack", servers).tolist() == said(sole, "npm-slack")  # said as a service is
+    assert mention_bonus("slack: post 'done' to #ops", servers).tolist() == said(sole, "npm-slack")
+    assert mention_bonus("cut me some slack, post 'late'", servers).tolist() == said(MENTION_BONUS, "npm-slack")

@@ -78,7 +78,7 @@ def test_requests_without_paths_urls_or_addresses_are_read_as_written(request_te
     [
         ("open a PR from feature-login into main", "pull request create"),
         ("file a bug on octo/app: login fails", "create issue"),
-        ("remember that my sister's birthday is May 3", "memory knowledge graph"),
+        ("remember that my sister's birthday is May 3", "memory knowledge graph create"),
         ("what's been said in #general", "channel"),
         ("is there a bug about the login page?", "issue"),
         ("what is 17.5% of 2340", "calculate math expression"),
