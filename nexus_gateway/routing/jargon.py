@@ -88,7 +88,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\b(?:e-?mails?|messages?|mail)\s+from\b", "search messages"),
     (r"(?<![\w&])#[a-z][\w-]*", "channel"),  # a chat channel: #general
     (r"\binbox\b", "email messages"),
-    (r"\bmeetings?\b|\bappointments?\b", "calendar event"),
+    (r"\bmeetings?\b(?!\s+(?:notes|minutes|recap|summary|transcript))|\bappointments?\b", "calendar event"),
     (r"\bon my (?:calendar|schedule)\b|\bagenda\b", "calendar events"),
     (r"\bto-?dos?\b", "task"),
     (r"\bpics?\b|\bpictures?\b|\bphotos?\b", "image"),

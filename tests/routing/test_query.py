@@ -143,6 +143,7 @@ def test_work_shorthand_reads_in_the_words_tools_use(request_text: str, added: s
         "I'd like two tickets for the concert",  # tickets to an event are no issues
         "step-by-step instructions for a multi-stage rocket model",
         "new google doc called Notes",
+        "create a google doc called Meeting notes",  # notes of a meeting are a document, not an event
     ],
 )
 def test_requests_without_shorthand_are_read_without_additions(request_text: str) -> None:
