@@ -122,7 +122,9 @@ def test_shorthand_reads_also_in_the_documentations_words(request_text: str, add
         ("if it's 3pm in New York, what time is that in Berlin?", "convert time"),
         ("run npm test in the web folder", "directory command terminal process"),
         ("desktop commander: run df -h", "command terminal process"),
-        ("run git status in the shop repo", "repository"),  # git has tools of its own
+        ("run git status in the shop repo", "repository"),
+        ("take a backup of home assistant before I upgrade", "create"),
+        ("back up the db tonight", "create database"),  # git has tools of its own
         ("move the draft to the archive", ""),  # a place, not a workflow status
         ("show the git log of the api", ""),  # a log, no hours spent
         ("what time is it in Berlin?", ""),  # no time given to convert
