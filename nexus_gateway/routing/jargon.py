@@ -76,7 +76,10 @@ IDIOMS: tuple[tuple[str, str], ...] = (
         "command terminal process",
     ),
     (r"\bspin\s+up\b", "create start"),
-    (r"\b(?:take|make)\s+(?:a\s+|an\s+)?(?:new\s+|fresh\s+|full\s+)?(?:backup|snapshot)\b|\bback\s+up\s+(?!to\b)", "create"),
+    (
+        r"\b(?:take|make)\s+(?:a\s+|an\s+)?(?:new\s+|fresh\s+|full\s+)?(?:backup|snapshot)\b|\bback\s+up\s+(?!to\b)",
+        "create",
+    ),
     (r"\btear\s+down\b", "delete"),
     (r"\bconfig\b", "configuration"),
     (r"\benv\s+vars?\b", "environment variable"),
