@@ -44,7 +44,7 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     (r"\bapprove[sd]?\b", "review approve"),
     (r"\b(?:last|latest|recent)\s+(?:\d+\s+|few\s+)?commits\b|\bcommit history\b", "log history"),
     (r"\b(?:open|closed|merged|pending)\s+(?:PRs|pull requests|issues|tickets|bugs)\b", "list"),
-    (r"(?<!-)\bstage\b(?!-)", "add staging area"),
+    (r"(?<!-)(?<!not )(?<!n't )\bstage\b(?!-)", "add staging area"),
     (r"\bunstage\b", "reset staging area"),
     (
         r"\bblame\b|\bwho (?:last )?(?:changed|touched|edited|wrote|modified) (?:each|every|this|that|the) lines?\b",
@@ -61,6 +61,8 @@ IDIOMS: tuple[tuple[str, str], ...] = (
         r"\bwhat does (?:the |this |that |my )?(?:file|url|page|article|post|doc|document)\b.{0,40}\bsay\b",
         "read contents",
     ),
+    (r"\b(?:show|print|display|cat)\s+(?:me\s+)?(?:the\s+|this\s+|that\s+)?file\b", "read contents"),
+    (r"\bfind\s+(?:every|all(?:\s+the)?)\s+.{1,40}?\b(?:under|in|inside|within)\s+(?:the\s+)?folder\b", "search files"),
     (r"\bk8s\b", "kubernetes"),
     (r"\bdirs?\b|\bfolders?\b", "directory"),
     (r"\bmkdir\b", "create directory"),

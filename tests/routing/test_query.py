@@ -124,6 +124,9 @@ def test_shorthand_reads_also_in_the_documentations_words(request_text: str, add
         ("desktop commander: run df -h", "command terminal process"),
         ("run git status in the shop repo", "repository"),
         ("take a backup of home assistant before I upgrade", "create"),
+        ("what did I change but not stage yet", ""),  # not staged: nothing added to the staging area
+        ("show me file", "read contents"),  # "show me /etc/hosts", its path read by its kind
+        ("find every file json under folder", "search files directory"),
         ("back up the db tonight", "create database"),  # git has tools of its own
         ("move the draft to the archive", ""),  # a place, not a workflow status
         ("show the git log of the api", ""),  # a log, no hours spent
