@@ -18,8 +18,9 @@ more than the tool the request asks for; so is what follows a colon after an ins
 intro.txt: Hi all, I joined the data team" reads "save this as file txt": the team's words pulled a tool that
 creates teams; on the everyday sets at 843 tools, 5 requests moved up and 1 down a place). An issue key
 (`PROJ-1423`, `ENG-88`) is read as "issue": its project's letters are no word of any tool, and "what's the
-status of PROJ-1423?" is about an issue. The argument filler and the re-ranker still read the request as
-written.
+status of PROJ-1423?" is about an issue. A search's topic after its named place ("search the web for <topic>")
+is left out like a payload, a command in backticks that is run reads as "command", and a latitude and longitude
+as "latitude longitude location". The argument filler and the re-ranker still read the request as written.
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ def _without_topic(request: str) -> str:
 
 
 def values_by_kind(request: str) -> str:
-    """`request` with its quoted spans and a payload after a colon left out and its URLs, e-mail addresses,
-    paths and file names replaced by their kind (see above); the request itself when it holds none."""
+    """`request` with its quoted spans, a payload after a colon and a search's topic left out, and its commands
+    run, URLs, coordinates, e-mail addresses, paths and file names replaced by their kind (see above); the request
+    itself when it holds none."""
     text = _COMMAND.sub(r"\1 command ", _without_topic(_without_payload(request)))
     text = _QUOTED.sub(" ", text)
     if len(text.split()) < 3:  # the request is mostly its quote ("search for '...'"): read it all
