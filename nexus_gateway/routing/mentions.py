@@ -238,8 +238,9 @@ def mention_bonus(
     that (`SOLE_MENTION_FACTOR`) when it names one server only, by a word of its own, and twice that again when that
     server has few tools (`FEW_TOOLS`)."""
     named = naming_words(request, set(servers), products)
+    tools = np.array([server in named for server in servers], dtype=bool)
     if len(named) == 1 and any(_names_outright(request, word) for word in next(iter(named.values()))):
         bonus *= SOLE_MENTION_FACTOR
-        if sum(1 for server in servers if server in named) <= FEW_TOOLS:
+        if tools.sum() <= FEW_TOOLS:
             bonus *= FEW_TOOLS_FACTOR
-    return np.array([bonus if server in named else 0.0 for server in servers], dtype=np.float64)
+    return np.where(tools, bonus, 0.0)
